@@ -1,0 +1,25 @@
+export { canonicalBytes, canonicalize } from './canonicalize.ts';
+export {
+  assertDigestAlg,
+  DIGEST_ALGORITHMS,
+  DIGEST_HEX_LENGTH,
+  type Digest,
+  type DigestAlg,
+  digestBytes,
+  digestFile,
+  digestFormatProblem,
+  digestStream,
+  digestValue,
+  isDigestAlg,
+  type StreamDigest,
+} from './digest.ts';
+export { decodeUtf8, type ParseJsonOptions, parseJson, parseJsonBytes } from './json-text.ts';
+export {
+  hasOwn,
+  isJsonObject,
+  type JsonObject,
+  type JsonPrimitive,
+  type JsonValue,
+  MAX_NESTING_DEPTH,
+  setMember,
+} from './json-value.ts';

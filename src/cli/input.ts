@@ -1,0 +1,79 @@
+import { open, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parseJsonBytes } from '../canonical/json-text.ts';
+import type { JsonValue } from '../canonical/json-value.ts';
+import { EnvelopeError } from '../errors/index.ts';
+import type { CliIo } from './output.ts';
+
+/**
+ * The largest input read into memory. V8 strings top out near 512 MiB, and a
+ * JSON document must become one string before it can be parsed.
+ */
+export const MAX_INPUT_BYTES = 512 * 1024 * 1024 - 64;
+
+/** `-` (or nothing) means standard input. */
+export function isStdin(path: string | undefined): boolean {
+  return path === undefined || path === '-';
+}
+
+export function displayName(path: string | undefined): string {
+  return isStdin(path) ? '<stdin>' : (path as string);
+}
+
+async function readStream(stream: NodeJS.ReadableStream, name: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    size += buffer.byteLength;
+    if (size > MAX_INPUT_BYTES) {
+      throw new EnvelopeError('INPUT_TOO_LARGE', `${name} is larger than ${MAX_INPUT_BYTES} bytes`, {
+        limit: MAX_INPUT_BYTES,
+      });
+    }
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+/** Reads a whole file (or stdin) with clear errors for missing, unreadable or oversized input. */
+export async function readInputBytes(path: string | undefined, io: CliIo): Promise<Buffer> {
+  if (isStdin(path)) return readStream(io.stdin, '<stdin>');
+  const full = resolve(io.cwd, path as string);
+  try {
+    const info = await stat(full);
+    if (info.isDirectory()) throw new EnvelopeError('INPUT_UNREADABLE', `${path} is a directory, not a file`);
+    if (info.isFile() && info.size > MAX_INPUT_BYTES) {
+      throw new EnvelopeError('INPUT_TOO_LARGE', `${path} is larger than ${MAX_INPUT_BYTES} bytes`, {
+        limit: MAX_INPUT_BYTES,
+        size: info.size,
+      });
+    }
+    const handle = await open(full, 'r');
+    try {
+      return await readStream(handle.createReadStream(), path as string);
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    if (error instanceof EnvelopeError) throw error;
+    const reason =
+      (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
+    throw new EnvelopeError('INPUT_UNREADABLE', `Cannot read ${path}: ${reason}`, { path }, { cause: error });
+  }
+}
+
+/** Reads and strictly parses a JSON document; errors name the input. */
+export async function readJsonInput(path: string | undefined, io: CliIo): Promise<JsonValue> {
+  const bytes = await readInputBytes(path, io);
+  try {
+    return parseJsonBytes(bytes);
+  } catch (error) {
+    if (error instanceof EnvelopeError) {
+      throw new EnvelopeError(error.code, `${displayName(path)}: ${error.message}`, error.details, {
+        cause: error,
+      });
+    }
+    throw error;
+  }
+}

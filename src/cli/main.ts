@@ -1,0 +1,50 @@
+import { Command, CommanderError } from 'commander';
+import { EnvelopeError } from '../errors/index.ts';
+import type { Invocation, Registrar } from './command.ts';
+import { registerCanonicalize } from './commands/canonicalize.ts';
+import { registerDigest } from './commands/digest.ts';
+import { type CliIo, EXIT, printError } from './output.ts';
+
+const REGISTRARS: readonly Registrar[] = [registerCanonicalize, registerDigest];
+
+export const VERSION = '0.1.0';
+
+export function buildProgram(invocation: Invocation): Command {
+  const program = new Command('mcp-envelope')
+    .description('Wrap, validate, convert and verify MCP tool results and their provenance.')
+    .version(VERSION)
+    .option('--json', 'print machine-readable JSON')
+    .option('--debug', 'print stack traces for errors')
+    .showHelpAfterError(false)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => invocation.io.stdout(text),
+      // Commander's own usage errors are reported through printError instead.
+      writeErr: () => {},
+    });
+  for (const register of REGISTRARS) register(program, invocation);
+  for (const command of program.commands) command.exitOverride();
+  return program;
+}
+
+/** Runs the CLI and resolves to the exit code; never throws. */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  const invocation: Invocation = { io, exitCode: EXIT.ok };
+  const program = buildProgram(invocation);
+  const wantsJson = argv.includes('--json');
+  const debug = argv.includes('--debug');
+  try {
+    await program.parseAsync(argv as string[], { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return EXIT.ok;
+      if (error.code === 'commander.help') return EXIT.ok;
+      const message = error.message.replace(/^error: /, '');
+      printError(new EnvelopeError('USAGE_ERROR', message), { json: wantsJson, debug }, io);
+      return EXIT.usage;
+    }
+    printError(error, { json: wantsJson, debug }, io);
+    return EXIT.usage;
+  }
+  return invocation.exitCode;
+}

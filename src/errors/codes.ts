@@ -1,0 +1,251 @@
+/**
+ * The canonical error taxonomy: one table holding every error code the project
+ * emits or understands, with its HTTP status, JSON-RPC code and retriable default.
+ *
+ * Sources, so that a reader can check each row against its origin:
+ * - `validation-spec`: the MCP envelope validation spec (five canonical errors).
+ * - `hosted-v2`: the Hosted MCP v2 envelope taxonomy and its `/api/download` codes.
+ * - `prov-spec`: the mcp.envelope.v0.1 compatibility policy.
+ * - `a11y`: the accessibility suite's `mcp.envelope_v0_1` error codes.
+ * - `scalpel`: Code Scalpel's V1.0 `error_code` registry (lower-case spellings).
+ * - `engine`: this project's own input and verification errors.
+ */
+
+export type ErrorSource = 'validation-spec' | 'hosted-v2' | 'prov-spec' | 'a11y' | 'scalpel' | 'engine';
+
+/**
+ * How a failure should be treated by callers: `input` is the caller's fault
+ * (malformed or invalid data, bad usage), `check` means a verification ran and
+ * found a violation, `upstream` means a tool or server behind us failed, and
+ * `internal` is a defect or an environment failure on our side.
+ */
+export type ErrorKind = 'input' | 'check' | 'upstream' | 'auth' | 'limit' | 'internal';
+
+export interface ErrorCodeSpec {
+  /** The canonical spelling. */
+  readonly code: string;
+  readonly httpStatus: number;
+  readonly jsonRpcCode: number;
+  readonly retriable: boolean;
+  /** The default human-readable message. */
+  readonly message: string;
+  readonly kind: ErrorKind;
+  readonly source: ErrorSource;
+}
+
+/** JSON-RPC codes of the validation spec, reused for the codes that mean the same thing. */
+export const JSONRPC = {
+  invalidParams: -32602,
+  invalidOutput: -32002,
+  notFound: -32004,
+  unauthorized: -32001,
+  internal: -32603,
+  /** Not in any seed: the implementation-defined server error range holds it. */
+  rateLimited: -32029,
+  upstreamFailed: -32003,
+  forbidden: -32005,
+  timeout: -32006,
+  tooLarge: -32007,
+} as const;
+
+function row(
+  code: string,
+  httpStatus: number,
+  jsonRpcCode: number,
+  retriable: boolean,
+  kind: ErrorKind,
+  source: ErrorSource,
+  message: string,
+): ErrorCodeSpec {
+  return Object.freeze({ code, httpStatus, jsonRpcCode, retriable, kind, source, message });
+}
+
+const J = JSONRPC;
+
+export const ERROR_CODES: readonly ErrorCodeSpec[] = Object.freeze([
+  // The envelope validation spec: exactly its table.
+  row('INVALID_INPUT', 400, J.invalidParams, false, 'input', 'validation-spec', 'Invalid params'),
+  row('INVALID_OUTPUT', 502, J.invalidOutput, false, 'upstream', 'validation-spec', 'Invalid tool output'),
+  row('NOT_FOUND', 404, J.notFound, false, 'input', 'validation-spec', 'Resource not found'),
+  row('UNAUTHORIZED', 401, J.unauthorized, false, 'auth', 'validation-spec', 'Unauthorized'),
+  row('INTERNAL_ERROR', 500, J.internal, false, 'internal', 'validation-spec', 'Internal error'),
+
+  // Hosted MCP v2.
+  row(
+    'MISSING_REQUIRED_FIELDS',
+    400,
+    J.invalidParams,
+    false,
+    'input',
+    'hosted-v2',
+    'Required fields missing',
+  ),
+  row('INVALID_ARGUMENT', 400, J.invalidParams, false, 'input', 'hosted-v2', 'Invalid tool arguments'),
+  row('AUTH_REQUIRED', 401, J.unauthorized, false, 'auth', 'hosted-v2', 'Authentication required'),
+  row('RATE_LIMITED', 429, J.rateLimited, true, 'limit', 'hosted-v2', 'Rate limit exceeded'),
+  row('TEMPLATE_NOT_FOUND', 404, J.notFound, false, 'input', 'hosted-v2', 'Template not found'),
+  row('DOWNLOAD_LINK_INVALID', 400, J.invalidParams, false, 'input', 'hosted-v2', 'Download link is invalid'),
+  row('DOWNLOAD_LINK_EXPIRED', 410, J.notFound, false, 'input', 'hosted-v2', 'Download link expired'),
+  row('DOWNLOAD_LINK_NOT_FOUND', 404, J.notFound, false, 'input', 'hosted-v2', 'Download link not found'),
+  // Hosted MCP v2 `/api/download`.
+  row('DOWNLOAD_ID_MISSING', 400, J.invalidParams, false, 'input', 'hosted-v2', 'Download id is missing'),
+  row('DOWNLOAD_ID_MALFORMED', 400, J.invalidParams, false, 'input', 'hosted-v2', 'Download id is malformed'),
+  row(
+    'DOWNLOAD_SIGNATURE_INVALID',
+    403,
+    J.forbidden,
+    false,
+    'auth',
+    'hosted-v2',
+    'Download signature is invalid',
+  ),
+  row('DOWNLOAD_EXPIRED', 410, J.notFound, false, 'input', 'hosted-v2', 'Download expired'),
+  row('DOWNLOAD_NOT_FOUND', 404, J.notFound, false, 'input', 'hosted-v2', 'Download not found'),
+  row(
+    'DOWNLOAD_RENDER_FAILED',
+    500,
+    J.internal,
+    true,
+    'internal',
+    'hosted-v2',
+    'Download could not be rendered',
+  ),
+
+  // prov-spec compatibility policy.
+  row(
+    'ADAPTER.EXECUTION.FAILED',
+    502,
+    J.upstreamFailed,
+    false,
+    'upstream',
+    'prov-spec',
+    'Tool execution failed',
+  ),
+
+  // Accessibility suite.
+  row('FILE_NOT_FOUND', 404, J.notFound, false, 'input', 'a11y', 'File not found'),
+  row('CAPTURE_FAILED', 500, J.internal, false, 'upstream', 'a11y', 'Evidence capture failed'),
+  row('BUNDLE_NOT_FOUND', 404, J.notFound, false, 'input', 'a11y', 'Evidence bundle not found'),
+  row('ARTIFACT_NOT_FOUND', 404, J.notFound, false, 'input', 'a11y', 'Artifact not found'),
+  row('INVALID_BUNDLE', 400, J.invalidParams, false, 'input', 'a11y', 'Evidence bundle is invalid'),
+  row(
+    'PROVENANCE_VERIFICATION_FAILED',
+    422,
+    J.invalidParams,
+    false,
+    'check',
+    'a11y',
+    'Provenance verification failed',
+  ),
+  row('DIGEST_MISMATCH', 422, J.invalidParams, false, 'check', 'a11y', 'Digest does not match the content'),
+  row('SCHEMA_VALIDATION_FAILED', 422, J.invalidParams, false, 'check', 'a11y', 'Schema validation failed'),
+
+  // Code Scalpel V1.0 registry (its own lower-case spellings are canonical here).
+  row('invalid_argument', 400, J.invalidParams, false, 'input', 'scalpel', 'Invalid argument'),
+  row('invalid_path', 400, J.invalidParams, false, 'input', 'scalpel', 'Path rejected'),
+  row('forbidden', 403, J.forbidden, false, 'auth', 'scalpel', 'Forbidden'),
+  row('not_found', 404, J.notFound, false, 'input', 'scalpel', 'Not found'),
+  row('timeout', 504, J.timeout, true, 'upstream', 'scalpel', 'Operation timed out'),
+  row('too_large', 413, J.tooLarge, false, 'limit', 'scalpel', 'Request or result too large'),
+  row('resource_exhausted', 503, J.internal, true, 'limit', 'scalpel', 'Resource limits exceeded'),
+  row('not_implemented', 501, J.internal, false, 'internal', 'scalpel', 'Not implemented'),
+  row('upgrade_required', 402, J.forbidden, false, 'auth', 'scalpel', 'A higher tier is required'),
+  row('dependency_unavailable', 503, J.internal, true, 'upstream', 'scalpel', 'Dependency unavailable'),
+  row('internal_error', 500, J.internal, false, 'internal', 'scalpel', 'Internal error'),
+
+  // This project's own input and verification errors.
+  row('USAGE_ERROR', 400, J.invalidParams, false, 'input', 'engine', 'Invalid command usage'),
+  row('INPUT_UNREADABLE', 400, J.invalidParams, false, 'input', 'engine', 'Input could not be read'),
+  row('INPUT_TOO_LARGE', 413, J.tooLarge, false, 'limit', 'engine', 'Input is too large'),
+  row('INPUT_INVALID_UTF8', 400, J.invalidParams, false, 'input', 'engine', 'Input is not valid UTF-8'),
+  row('JSON_MALFORMED', 400, J.invalidParams, false, 'input', 'engine', 'Input is not valid JSON'),
+  row(
+    'JSON_DUPLICATE_KEY',
+    400,
+    J.invalidParams,
+    false,
+    'input',
+    'engine',
+    'Object has a duplicate member name',
+  ),
+  row('JSON_TOO_DEEP', 400, J.invalidParams, false, 'input', 'engine', 'Value is nested too deeply'),
+  row('JSON_LONE_SURROGATE', 400, J.invalidParams, false, 'input', 'engine', 'String has a lone surrogate'),
+  row('JSON_NON_FINITE_NUMBER', 400, J.invalidParams, false, 'input', 'engine', 'Number is not finite'),
+  row('JSON_UNSUPPORTED_VALUE', 400, J.invalidParams, false, 'input', 'engine', 'Value is not JSON'),
+  row(
+    'DIGEST_ALG_UNSUPPORTED',
+    400,
+    J.invalidParams,
+    false,
+    'input',
+    'engine',
+    'Unsupported digest algorithm',
+  ),
+  row('POINTER_INVALID', 400, J.invalidParams, false, 'input', 'engine', 'Invalid JSON Pointer'),
+  row('POINTER_NOT_FOUND', 404, J.notFound, false, 'check', 'engine', 'JSON Pointer does not resolve'),
+  row('ANCHOR_INVALID', 400, J.invalidParams, false, 'input', 'engine', 'Invalid evidence anchor'),
+  row('ANCHOR_UNRESOLVED', 404, J.notFound, false, 'check', 'engine', 'Evidence anchor does not resolve'),
+  row('LOCATOR_UNSAFE', 400, J.invalidParams, false, 'input', 'engine', 'Artifact locator escapes its root'),
+  row('LOCATOR_UNSUPPORTED', 400, J.invalidParams, false, 'input', 'engine', 'Artifact locator is not local'),
+  row('SCHEMA_NOT_FOUND', 404, J.notFound, false, 'input', 'engine', 'Unknown schema'),
+  row('SCHEMA_INVALID', 400, J.invalidParams, false, 'check', 'engine', 'Value does not match its schema'),
+  row(
+    'METHOD_ID_INVALID',
+    400,
+    J.invalidParams,
+    false,
+    'check',
+    'engine',
+    'Method id does not match the grammar',
+  ),
+  row(
+    'METHOD_NAMESPACE_RESERVED',
+    400,
+    J.invalidParams,
+    false,
+    'check',
+    'engine',
+    'Method namespace is reserved',
+  ),
+  row('METHOD_CONTRACT_VIOLATED', 422, J.invalidParams, false, 'check', 'engine', 'Method contract violated'),
+  row('KEY_INVALID', 400, J.invalidParams, false, 'input', 'engine', 'Key is not a usable Ed25519 key'),
+  row('SIGNATURE_INVALID', 422, J.invalidParams, false, 'check', 'engine', 'Signature does not verify'),
+  row('LINEAGE_CYCLE', 422, J.invalidParams, false, 'check', 'engine', 'Lineage graph has a cycle'),
+  row('VECTOR_NOT_FOUND', 404, J.notFound, false, 'input', 'engine', 'Test vector not found'),
+  row('ENVELOPE_INVALID', 400, J.invalidParams, false, 'check', 'engine', 'Value is not a valid envelope'),
+  row(
+    'EXEC_FAILED_TO_START',
+    502,
+    J.upstreamFailed,
+    false,
+    'upstream',
+    'engine',
+    'Command could not be started',
+  ),
+]);
+
+const BY_CODE: ReadonlyMap<string, ErrorCodeSpec> = new Map(ERROR_CODES.map((spec) => [spec.code, spec]));
+
+/** Codes not in the table (a tool's own codes) are described by this fallback. */
+const UNKNOWN_CODE: Omit<ErrorCodeSpec, 'code'> = {
+  httpStatus: 500,
+  jsonRpcCode: JSONRPC.internal,
+  retriable: false,
+  kind: 'upstream',
+  source: 'engine',
+  message: 'Tool error',
+};
+
+/** The spec of a known code, or undefined. */
+export function lookupErrorCode(code: string): ErrorCodeSpec | undefined {
+  return BY_CODE.get(code);
+}
+
+/** The spec of any code; a code outside the table keeps its spelling and gets neutral defaults. */
+export function describeErrorCode(code: string): ErrorCodeSpec {
+  return BY_CODE.get(code) ?? { code, ...UNKNOWN_CODE };
+}
+
+export function isKnownErrorCode(code: string): boolean {
+  return BY_CODE.has(code);
+}

@@ -1,0 +1,57 @@
+import { describeErrorCode } from './codes.ts';
+
+export type ErrorDetails = Record<string, unknown>;
+
+/**
+ * The one error type the library throws. `code` is stable and comes from the
+ * canonical table (or is a tool's own code, kept verbatim); `details` carries
+ * structured context such as the JSON Pointer of the offending value.
+ */
+export class EnvelopeError extends Error {
+  readonly code: string;
+  readonly details: ErrorDetails | undefined;
+
+  constructor(code: string, message?: string, details?: ErrorDetails, options?: { cause?: unknown }) {
+    super(message ?? describeErrorCode(code).message, options);
+    this.name = 'EnvelopeError';
+    this.code = code;
+    this.details = details;
+  }
+
+  get httpStatus(): number {
+    return describeErrorCode(this.code).httpStatus;
+  }
+
+  get retriable(): boolean {
+    return describeErrorCode(this.code).retriable;
+  }
+
+  toJSON(): { code: string; message: string; details?: ErrorDetails } {
+    return this.details === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+export function isEnvelopeError(value: unknown): value is EnvelopeError {
+  return value instanceof EnvelopeError;
+}
+
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data: { canonical_code: string } & ErrorDetails;
+}
+
+/**
+ * The JSON-RPC error object for a canonical code, carrying `data.canonical_code`
+ * for downstream telemetry (the validation spec's `to_jsonrpc_error`).
+ */
+export function toJsonRpcError(code: string, message?: string, details?: ErrorDetails): JsonRpcErrorObject {
+  const spec = describeErrorCode(code);
+  return {
+    code: spec.jsonRpcCode,
+    message: message ?? spec.message,
+    data: { ...details, canonical_code: spec.code },
+  };
+}
