@@ -1,0 +1,59 @@
+/**
+ * The normalized model every dialect codec decodes to and encodes from.
+ * Converting between dialects goes through it; a field a target dialect cannot
+ * carry is reported, never silently dropped.
+ */
+
+export interface NormalizedError {
+  code: string;
+  message: string;
+  retriable: boolean;
+  details?: Record<string, unknown>;
+}
+
+/** One entry of prov-spec's `errors[]` / `warnings[]`. */
+export interface IssueEntry {
+  code: string;
+  message: string;
+  details?: Record<string, string | number | boolean | null>;
+  retryable?: boolean;
+  evidence?: unknown[];
+}
+
+export interface UpgradeHint {
+  feature: string;
+  tier: string;
+  reason: string;
+}
+
+export interface RateLimitInfo {
+  limit: number | null;
+  remaining: number | null;
+  reset_at: string | null;
+}
+
+export interface NormalizedMeta {
+  request_id?: string;
+  duration_ms?: number;
+  adapter?: string;
+  tier?: string;
+  tool_version?: string;
+  capabilities?: string[];
+  upgrade_hints?: UpgradeHint[];
+  rate_limit?: RateLimitInfo;
+  schema_hints?: Record<string, string>;
+}
+
+export interface NormalizedResult {
+  ok: boolean;
+  tool?: string;
+  /** The tool's payload, unchanged. `null` when there is none. */
+  data: unknown;
+  /** The primary error when `ok` is false. */
+  error?: NormalizedError;
+  errors?: IssueEntry[];
+  warnings?: IssueEntry[];
+  /** A prov.record.v0.1, or null when the source said explicitly that there is none. */
+  provenance?: unknown;
+  meta?: NormalizedMeta;
+}
