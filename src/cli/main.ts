@@ -2,10 +2,37 @@ import { Command, CommanderError } from 'commander';
 import { EnvelopeError } from '../errors/index.ts';
 import type { Invocation, Registrar } from './command.ts';
 import { registerCanonicalize } from './commands/canonicalize.ts';
+import {
+  registerCheckVector,
+  registerConformanceReport,
+  registerValidateManifest,
+} from './commands/conformance.ts';
 import { registerDigest } from './commands/digest.ts';
+import { registerKeygen, registerLineage, registerSign, registerVerify } from './commands/integrity.ts';
+import { registerListMethods, registerValidateMethods } from './commands/methods.ts';
+import { registerValidateSchemas } from './commands/schemas.ts';
+import { registerSelfTest } from './commands/self-test.ts';
+import { registerValidate } from './commands/validate.ts';
+import { registerWrap } from './commands/wrap.ts';
 import { type CliIo, EXIT, printError } from './output.ts';
 
-const REGISTRARS: readonly Registrar[] = [registerCanonicalize, registerDigest];
+const REGISTRARS: readonly Registrar[] = [
+  registerCanonicalize,
+  registerDigest,
+  registerWrap,
+  registerValidate,
+  registerListMethods,
+  registerValidateMethods,
+  registerValidateManifest,
+  registerCheckVector,
+  registerValidateSchemas,
+  registerSelfTest,
+  registerConformanceReport,
+  registerKeygen,
+  registerSign,
+  registerVerify,
+  registerLineage,
+];
 
 export const VERSION = '0.1.0';
 

@@ -1,0 +1,196 @@
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseJsonBytes } from '../../canonical/json-text.ts';
+import { isJsonObject } from '../../canonical/json-value.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+import {
+  generateSigningKeyPair,
+  keyIdFor,
+  loadPrivateKey,
+  loadPublicKey,
+  signRecord,
+} from '../../provenance/integrity.ts';
+import { LineageGraph } from '../../provenance/lineage.ts';
+import type { ProvRecord } from '../../provenance/record.ts';
+import { verify } from '../../provenance/verify.ts';
+import { defaultRegistry, SCHEMA_IDS, schemaError } from '../../schemas/index.ts';
+import { type Registrar, runs } from '../command.ts';
+import { readInputBytes, readJsonInput } from '../input.ts';
+import { EXIT } from '../output.ts';
+import { recordAndEnvelope } from './methods.ts';
+
+async function writeNew(path: string, text: string, mode: number, force: boolean): Promise<void> {
+  try {
+    await writeFile(path, text, { mode, flag: force ? 'w' : 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new EnvelopeError('USAGE_ERROR', `${path} exists; pass --force to overwrite it`, { path });
+    }
+    throw new EnvelopeError('INPUT_UNREADABLE', `Cannot write ${path}: ${(error as Error).message}`, {
+      path,
+    });
+  }
+}
+
+export const registerKeygen: Registrar = (program, invocation) => {
+  program
+    .command('keygen')
+    .description('generate an Ed25519 key pair: PREFIX.private.pem (PKCS#8) and PREFIX.public.pem (SPKI)')
+    .requiredOption('--out <prefix>', 'path prefix of the two key files')
+    .option('--force', 'overwrite existing key files')
+    .action(
+      runs(invocation, async ({ io }, options: { out: string; force?: boolean }) => {
+        const keys = generateSigningKeyPair();
+        const privatePath = resolve(io.cwd, `${options.out}.private.pem`);
+        const publicPath = resolve(io.cwd, `${options.out}.public.pem`);
+        await writeNew(privatePath, keys.privateKeyPem, 0o600, options.force === true);
+        await writeNew(publicPath, keys.publicKeyPem, 0o644, options.force === true);
+        const keyId = keyIdFor(loadPublicKey(keys.publicKeyPem));
+        return {
+          exitCode: EXIT.ok,
+          human: `wrote ${options.out}.private.pem and ${options.out}.public.pem (key id ${keyId})`,
+          json: { private_key: privatePath, public_key: publicPath, key_id: keyId },
+        };
+      }),
+    );
+};
+
+async function readKey(path: string, io: Parameters<typeof readInputBytes>[1]): Promise<Buffer> {
+  return readInputBytes(path, io);
+}
+
+export const registerSign: Registrar = (program, invocation) => {
+  program
+    .command('sign')
+    .description(
+      'sign a record (or the record in an envelope): adds the record digest and an Ed25519 signature, prints the result',
+    )
+    .argument('<record>', 'prov.record.v0.1 or mcp.envelope.v0.1 file, or - for stdin')
+    .requiredOption('--private-key <file>', 'Ed25519 private key (PKCS#8 PEM)')
+    .option('--key-id <id>', 'key id to record (default: ed25519: plus the public key fingerprint)')
+    .action(
+      runs(invocation, async ({ io }, file: string, options: { privateKey: string; keyId?: string }) => {
+        const { record, envelope } = recordAndEnvelope(await readJsonInput(file, io));
+        const schema = defaultRegistry().validate(SCHEMA_IDS.record, record);
+        if (!schema.valid) throw schemaError(SCHEMA_IDS.record, schema.issues);
+        const key = loadPrivateKey(await readKey(options.privateKey, io));
+        const signed = signRecord(
+          record as unknown as ProvRecord,
+          key,
+          options.keyId ? { keyId: options.keyId } : {},
+        );
+        const output = envelope ? { ...envelope, provenance: signed } : signed;
+        return { exitCode: EXIT.ok, raw: `${JSON.stringify(output, null, 2)}\n`, json: output };
+      }),
+    );
+};
+
+async function loadRecordSet(paths: readonly string[], cwd: string): Promise<ProvRecord[]> {
+  const records: ProvRecord[] = [];
+  for (const path of paths) {
+    const full = resolve(cwd, path);
+    let files = [full];
+    try {
+      const entries = await readdir(full);
+      files = entries
+        .filter((name) => name.endsWith('.json'))
+        .sort()
+        .map((name) => join(full, name));
+    } catch {
+      // Not a folder: a single file.
+    }
+    for (const file of files) {
+      let value: unknown;
+      try {
+        value = parseJsonBytes(await readFile(file));
+      } catch (error) {
+        throw new EnvelopeError(
+          error instanceof EnvelopeError ? error.code : 'INPUT_UNREADABLE',
+          `${file}: ${(error as Error).message}`,
+        );
+      }
+      const { record } = recordAndEnvelope(value);
+      records.push(record as unknown as ProvRecord);
+    }
+  }
+  return records;
+}
+
+export const registerVerify: Registrar = (program, invocation) => {
+  program
+    .command('verify')
+    .description(
+      'verify a record or an envelope: recompute digests from obtainable inputs, resolve evidence, check every claimed contract, the record digest and the signature',
+    )
+    .argument('<file>', 'prov.record.v0.1 or mcp.envelope.v0.1 file, or - for stdin')
+    .option('--artifacts <dir>', 'folder holding artifact content (locators are confined to it)')
+    .option('--public-key <file>', 'Ed25519 public key (SPKI PEM) to verify the signature')
+    .option('--records <paths...>', 'other records (files or folders) for lineage checks')
+    .option('--strict', 'methods outside the catalog fail instead of warn')
+    .action(
+      runs(
+        invocation,
+        async (
+          { io },
+          file: string,
+          options: { artifacts?: string; publicKey?: string; records?: string[]; strict?: boolean },
+        ) => {
+          const subject = await readJsonInput(file, io);
+          const publicKey = options.publicKey
+            ? loadPublicKey(await readKey(options.publicKey, io))
+            : undefined;
+          let lineage: LineageGraph | undefined;
+          if (options.records) {
+            lineage = new LineageGraph(await loadRecordSet(options.records, io.cwd));
+            if (isJsonObject(subject)) {
+              const own = recordAndEnvelope(subject).record as unknown as ProvRecord;
+              if (typeof own.run_id === 'string' && !lineage.get(own.run_id)) lineage.add(own);
+            }
+          }
+          const report = await verify(subject, {
+            ...(options.artifacts ? { artifactsDir: resolve(io.cwd, options.artifacts) } : {}),
+            ...(publicKey ? { publicKey } : {}),
+            ...(lineage ? { lineage } : {}),
+            strictMethods: options.strict === true,
+          });
+          const lines = report.checks.map(
+            (check) => `${check.status.toUpperCase().padEnd(4)} ${check.check}: ${check.message}`,
+          );
+          lines.push(
+            `${report.ok ? 'VERIFIED' : 'NOT VERIFIED'}: ${report.counts.pass} passed, ${report.counts.fail} failed, ${report.counts.skip} skipped, ${report.counts.warn} warnings`,
+          );
+          return { exitCode: report.ok ? EXIT.ok : EXIT.checkFailed, human: lines.join('\n'), json: report };
+        },
+      ),
+    );
+};
+
+export const registerLineage: Registrar = (program, invocation) => {
+  program
+    .command('lineage')
+    .description('build the lineage graph of a set of records (files or folders of them); a cycle fails')
+    .argument('<paths...>', 'record or envelope files, or folders of them')
+    .action(
+      runs(invocation, async ({ io }, paths: string[]) => {
+        const graph = new LineageGraph(await loadRecordSet(paths, io.cwd));
+        const report = graph.report();
+        const lines = [
+          `${report.nodes.length} records, ${report.edges.length} parent links`,
+          `roots: ${report.roots.join(', ') || '(none)'}`,
+        ];
+        if (report.order) lines.push(`order: ${report.order.join(' -> ')}`);
+        if (report.missingParents.length > 0)
+          lines.push(`parents not in the set: ${report.missingParents.join(', ')}`);
+        if (report.duplicateRunIds.length > 0)
+          lines.push(`duplicate run ids: ${report.duplicateRunIds.join(', ')}`);
+        for (const cycle of report.cycles) lines.push(`CYCLE: ${cycle.join(' -> ')}`);
+        const ok = report.acyclic && report.duplicateRunIds.length === 0;
+        lines.push(ok ? 'OK: the lineage is a DAG' : 'FAILED: the lineage is not a DAG of distinct runs');
+        return {
+          exitCode: ok ? EXIT.ok : EXIT.checkFailed,
+          human: lines.join('\n'),
+          json: { ok, ...report },
+        };
+      }),
+    );
+};

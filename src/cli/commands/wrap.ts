@@ -1,0 +1,316 @@
+import { spawn } from 'node:child_process';
+import { basename } from 'node:path';
+import { decodeUtf8, parseJson } from '../../canonical/json-text.ts';
+import type { JsonValue } from '../../canonical/json-value.ts';
+import {
+  ADAPTER_STDERR_OUTPUT,
+  applyCompatibilityPolicy,
+  stderrExcerpt,
+  toolReportedErrors,
+  wrapFailure,
+} from '../../envelope/compat-policy.ts';
+import type { IssueEntry } from '../../envelope/model.ts';
+import type { EnvelopeV01 } from '../../envelope/prov-v01.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+import { createIdSource } from '../../ids/index.ts';
+import {
+  attachRecord,
+  buildCallRecord,
+  type CallControls,
+  type InputArtifact,
+} from '../../provenance/attach.ts';
+import { type Registrar, runs } from '../command.ts';
+import { displayName, isStdin, MAX_INPUT_BYTES, readInputBytes } from '../input.ts';
+import { EXIT } from '../output.ts';
+
+interface WrapCliOptions {
+  exec?: boolean;
+  text?: boolean;
+  captureProvenance?: boolean;
+  captureArtifacts?: boolean;
+  provenanceMode: string;
+  deterministic: boolean;
+  deterministicIds?: string;
+  toolName?: string;
+  toolVersion: string;
+  requestId?: string;
+  adapter: string;
+  timeout?: string;
+}
+
+interface ExecOutcome {
+  stdout: string;
+  stderr: string;
+  exitCode: number | null;
+  signal: string | null;
+  spawnError?: Error;
+  timedOut: boolean;
+  stdoutNotUtf8: boolean;
+}
+
+/** Keeps only the tail of stderr: the excerpt is bounded anyway, memory should be too. */
+const STDERR_KEEP_BYTES = 64 * 1024;
+
+function runCommand(
+  command: string,
+  args: readonly string[],
+  timeoutMs: number | undefined,
+): Promise<ExecOutcome> {
+  return new Promise((resolvePromise) => {
+    const stdout: Buffer[] = [];
+    let stdoutBytes = 0;
+    let stderr = Buffer.alloc(0);
+    let timedOut = false;
+    let spawnError: Error | undefined;
+    const child = spawn(command, [...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            child.kill('SIGKILL');
+          }, timeoutMs);
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdoutBytes += chunk.length;
+      if (stdoutBytes > MAX_INPUT_BYTES) {
+        child.kill('SIGKILL');
+        return;
+      }
+      stdout.push(chunk);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr = Buffer.concat([stderr, chunk]);
+      if (stderr.length > STDERR_KEEP_BYTES) stderr = stderr.subarray(stderr.length - STDERR_KEEP_BYTES);
+    });
+    child.on('error', (error) => {
+      spawnError = error;
+    });
+    child.on('close', (exitCode, signal) => {
+      if (timer) clearTimeout(timer);
+      const bytes = Buffer.concat(stdout);
+      let text: string;
+      let stdoutNotUtf8 = false;
+      try {
+        text = decodeUtf8(bytes);
+      } catch {
+        text = bytes.toString('utf8');
+        stdoutNotUtf8 = true;
+      }
+      resolvePromise({
+        stdout: text,
+        stderr: stderr.toString('utf8'),
+        exitCode,
+        signal,
+        timedOut,
+        stdoutNotUtf8,
+        ...(spawnError ? { spawnError } : {}),
+      });
+    });
+  });
+}
+
+/** A tool's stdout: its JSON value when it is JSON, else the text unchanged. */
+function stdoutPayload(text: string): unknown {
+  if (text.trim() === '') return text;
+  try {
+    return parseJson(text);
+  } catch {
+    return text;
+  }
+}
+
+function controlsFrom(options: WrapCliOptions): CallControls {
+  if (options.provenanceMode !== 'minimal' && options.provenanceMode !== 'full') {
+    throw new EnvelopeError(
+      'USAGE_ERROR',
+      `--provenance-mode must be minimal or full, got ${options.provenanceMode}`,
+    );
+  }
+  return {
+    captureProvenance: options.captureProvenance === true,
+    captureArtifacts: options.captureArtifacts === true,
+    provenanceMode: options.provenanceMode,
+    deterministic: options.deterministic,
+  };
+}
+
+function parseTimeout(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms <= 0)
+    throw new EnvelopeError('USAGE_ERROR', `--timeout must be a positive integer (ms), got ${value}`);
+  return ms;
+}
+
+export const registerWrap: Registrar = (program, invocation) => {
+  program
+    .command('wrap')
+    .description(
+      'wrap a legacy payload in mcp.envelope.v0.1 (envelopes pass through unchanged), or with --exec run a command and envelope its output, exit code and stderr',
+    )
+    .argument('[input...]', 'JSON file (or - for stdin); with --exec: -- CMD [ARGS...]')
+    .option('--exec', 'run the command after -- and wrap what it does')
+    .option('--text', 'treat the input as text (a string result) instead of JSON')
+    .option('--capture-provenance', 'attach a prov.record.v0.1')
+    .option('--capture-artifacts', 'digest the input and output artifacts (sha256)')
+    .option(
+      '--provenance-mode <mode>',
+      'minimal or full (full adds sizes, digests and the record digest)',
+      'minimal',
+    )
+    .option('--no-deterministic', 'allow timestamps and duration in the output')
+    .option('--deterministic-ids <seed>', 'derive the run id (UUIDv5) from this seed and the call')
+    .option('--tool-name <name>', 'tool name for the provenance record')
+    .option('--tool-version <version>', 'tool version for the provenance record', 'unknown')
+    .option('--request-id <id>', 'correlation id to put in meta.request_id')
+    .option('--adapter <name>', 'adapter name for meta.adapter and the record', 'cli')
+    .option('--timeout <ms>', 'with --exec: kill the command after this many milliseconds')
+    .action(
+      runs(invocation, async ({ io }, input: string[], options: WrapCliOptions) => {
+        const controls = controlsFrom(options);
+        const timeoutMs = parseTimeout(options.timeout);
+        const meta: EnvelopeV01['meta'] = { adapter: options.adapter };
+        if (options.requestId !== undefined) meta.request_id = options.requestId;
+
+        let outcome: { envelope: EnvelopeV01; action: 'wrapped' | 'passed-through'; text?: string };
+        let inputArtifact: InputArtifact;
+        let toolName = options.toolName;
+        if (options.exec) {
+          const [command, ...args] = input;
+          if (command === undefined)
+            throw new EnvelopeError(
+              'USAGE_ERROR',
+              'wrap --exec needs a command: wrap --exec -- CMD [ARGS...]',
+            );
+          toolName ??= basename(command);
+          inputArtifact = {
+            id: 'argv',
+            mediaType: 'application/json',
+            content: { json: input },
+            labels: { role: 'command' },
+          };
+          const started = performance.now();
+          const run = await runCommand(command, args, timeoutMs);
+          if (!controls.deterministic) meta.duration_ms = Math.round(performance.now() - started);
+          const warnings: IssueEntry[] = [];
+          if (run.stdoutNotUtf8) {
+            warnings.push({
+              code: 'ADAPTER.OUTPUT.NOT_UTF8',
+              message: 'The tool wrote bytes that are not UTF-8; they were decoded lossily.',
+            });
+          }
+          const failed = run.spawnError !== undefined || run.timedOut || run.exitCode !== 0;
+          const payload = stdoutPayload(run.stdout);
+          if (failed) {
+            const toolErrors = toolReportedErrors(payload);
+            const envelope = wrapFailure(
+              {
+                ...(run.spawnError ? { exception: run.spawnError } : {}),
+                // A command that could not start has no exit code (Node reports the errno there).
+                ...(run.spawnError ? {} : { exitCode: run.exitCode }),
+                ...(run.signal ? { signal: run.signal } : {}),
+                stderr: run.stderr,
+                partialOutput: payload,
+                ...(toolErrors ? { toolErrors } : {}),
+                ...(run.timedOut ? { message: `Tool execution timed out after ${timeoutMs} ms.` } : {}),
+                ...(run.spawnError
+                  ? { message: `Tool could not be started: ${run.spawnError.message}` }
+                  : {}),
+              },
+              { meta, warnings },
+            );
+            outcome = { envelope, action: envelope === payload ? 'passed-through' : 'wrapped' };
+          } else {
+            if (run.stderr.trim() !== '') {
+              warnings.push({
+                code: ADAPTER_STDERR_OUTPUT,
+                message: 'The tool succeeded and wrote to stderr.',
+                details: { stderr_excerpt: stderrExcerpt(run.stderr) },
+              });
+            }
+            const policy = applyCompatibilityPolicy(payload, { meta, warnings });
+            outcome =
+              policy.action === 'passed-through'
+                ? { envelope: policy.envelope, action: policy.action, text: run.stdout }
+                : { envelope: policy.envelope, action: policy.action };
+          }
+        } else {
+          if (input.length > 1)
+            throw new EnvelopeError('USAGE_ERROR', 'wrap takes one input file (use --exec to run a command)');
+          const file = input[0];
+          const bytes = await readInputBytes(file, io);
+          const name = displayName(file);
+          let payload: unknown;
+          if (options.text) {
+            payload = decodeUtf8(bytes);
+            inputArtifact = {
+              id: 'input',
+              mediaType: 'text/plain',
+              content: { text: payload as string },
+              labels: { role: 'input' },
+            };
+          } else {
+            const text = decodeUtf8(bytes);
+            try {
+              payload = parseJson(text);
+            } catch (error) {
+              if (error instanceof EnvelopeError) {
+                throw new EnvelopeError(
+                  error.code,
+                  `${name}: ${error.message} (use --text to wrap text)`,
+                  error.details,
+                );
+              }
+              throw error;
+            }
+            inputArtifact = {
+              id: 'input',
+              mediaType: 'application/json',
+              content: { json: payload as JsonValue },
+              labels: { role: 'input' },
+            };
+          }
+          if (!isStdin(file)) inputArtifact.locator = file as string;
+          const policy = applyCompatibilityPolicy(payload, { meta });
+          outcome =
+            policy.action === 'passed-through' && !options.text
+              ? { envelope: policy.envelope, action: policy.action, text: decodeUtf8(bytes) }
+              : { envelope: policy.envelope, action: policy.action };
+        }
+
+        let envelope = outcome.envelope;
+        let note: string | undefined;
+        if (controls.captureProvenance) {
+          if (outcome.action === 'passed-through') {
+            note =
+              'provenance not attached: the input already is an envelope, which passes through unchanged';
+          } else {
+            const ids = createIdSource(options.deterministicIds);
+            const record = buildCallRecord({
+              runId: ids.runId({ input: inputArtifact.content, tool: toolName ?? 'legacy-tool' }),
+              tool: {
+                name: toolName ?? 'legacy-tool',
+                version: options.toolVersion,
+                adapter: options.adapter,
+              },
+              action: 'wrapped',
+              inputs: [inputArtifact],
+              result: envelope.result,
+              capturedErrors: (envelope.errors?.length ?? 0) > 0,
+              capturedWarnings: (envelope.warnings?.length ?? 0) > 0,
+              attached: true,
+              controls,
+            });
+            envelope = attachRecord(envelope, record);
+          }
+        }
+        if (note) io.stderr(`note: ${note}\n`);
+        const hasErrors = (envelope.errors?.length ?? 0) > 0;
+        const raw =
+          outcome.action === 'passed-through' && outcome.text !== undefined
+            ? outcome.text
+            : `${JSON.stringify(envelope)}\n`;
+        return { exitCode: hasErrors ? EXIT.checkFailed : EXIT.ok, raw, json: envelope };
+      }),
+    );
+};
