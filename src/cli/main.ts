@@ -5,6 +5,7 @@ import { registerCanonicalize } from './commands/canonicalize.ts';
 import {
   registerCheckVector,
   registerConformanceReport,
+  registerListVectors,
   registerValidateManifest,
 } from './commands/conformance.ts';
 import { registerDigest } from './commands/digest.ts';
@@ -25,6 +26,7 @@ const REGISTRARS: readonly Registrar[] = [
   registerValidateMethods,
   registerValidateManifest,
   registerCheckVector,
+  registerListVectors,
   registerValidateSchemas,
   registerSelfTest,
   registerConformanceReport,

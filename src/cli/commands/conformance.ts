@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { CaseResult } from '../../conformance/evaluate.ts';
 import { validateManifest } from '../../conformance/manifest.ts';
 import { buildConformanceReport, runVectors } from '../../conformance/report.ts';
-import { BUNDLED_VECTORS_DIR } from '../../conformance/vector-layout.ts';
+import { BUNDLED_VECTORS_DIR, listVectorFolders, loadVectorFolder } from '../../conformance/vector-layout.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { type Registrar, runs } from '../command.ts';
 import { readJsonInput } from '../input.ts';
@@ -116,6 +116,35 @@ export const registerConformanceReport: Registrar = (program, invocation) => {
           human: lines.join('\n'),
           json: report,
         };
+      }),
+    );
+};
+
+export const registerListVectors: Registrar = (program, invocation) => {
+  program
+    .command('list-vectors')
+    .description('list the vector folders and their cases (main, positive, negative)')
+    .option('--dir <dir>', 'vectors root (default: the bundled vectors)')
+    .action(
+      runs(invocation, async ({ io }, options: { dir?: string }) => {
+        const root = options.dir === undefined ? BUNDLED_VECTORS_DIR : resolve(io.cwd, options.dir);
+        const folders = [];
+        for (const folder of await listVectorFolders(root)) {
+          const cases = await loadVectorFolder(root, folder);
+          folders.push({
+            folder,
+            kinds: [...new Set(cases.map((vectorCase) => vectorCase.kind))],
+            cases: cases.map((vectorCase) => ({
+              id: vectorCase.id,
+              kind: vectorCase.kind,
+              expect: vectorCase.expect,
+            })),
+          });
+        }
+        const human = folders
+          .map((entry) => `${entry.folder} (${entry.kinds.join(', ')}; ${entry.cases.length} cases)`)
+          .join('\n');
+        return { exitCode: EXIT.ok, human, json: { root, folders } };
       }),
     );
 };
