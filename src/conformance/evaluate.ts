@@ -6,8 +6,8 @@ import { envelopeV01Issues } from '../envelope/prov-v01.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import { parseAnchor, resolveAnchor } from '../pointer/anchor.ts';
 import { checkMethodId, checkMethodIds, lookupMethod } from '../provenance/catalog.ts';
-import { type ContractContext, checkContracts } from '../provenance/contracts.ts';
-import { computeRecordDigest } from '../provenance/integrity.ts';
+import { type ContractContext, checkContracts, checkMethodContract } from '../provenance/contracts.ts';
+import { computeRecordDigest, loadPublicKey } from '../provenance/integrity.ts';
 import { LineageGraph } from '../provenance/lineage.ts';
 import { type ArtifactContent, buildArtifact, type ProvRecord } from '../provenance/record.ts';
 import { defaultRegistry, SCHEMA_IDS } from '../schemas/index.ts';
@@ -300,10 +300,22 @@ function envelopeVerdict(
   ) {
     return { ok: false, detail: 'envelope.result is not the original payload' };
   }
+  const keys = keyContext(payload);
   if (isJsonObject(envelope.provenance)) {
-    return recordVerdict(envelope.provenance, method, { envelope }, true);
+    return recordVerdict(envelope.provenance, method, { envelope, ...keys }, true);
+  }
+  if (method) {
+    const failed = checkMethodContract(method, { envelope, ...keys }).find(
+      (finding) => finding.status === 'fail',
+    );
+    if (failed) return { ok: false, detail: `${failed.method}: ${failed.message}` };
   }
   return { ok: true, detail: 'envelope is valid' };
+}
+
+/** A case may carry the Ed25519 public key (SPKI PEM) its signature contracts need. */
+function keyContext(payload: Record<string, unknown>): Pick<ContractContext, 'publicKey'> {
+  return typeof payload.public_key === 'string' ? { publicKey: loadPublicKey(payload.public_key) } : {};
 }
 
 function payloadVerdict(folder: string, payload: Record<string, unknown>): Verdict {
@@ -344,8 +356,14 @@ function payloadVerdict(folder: string, payload: Record<string, unknown>): Verdi
     }
     return { ok: true, detail: `${report.nodes.length} records form a DAG` };
   }
-  if ('record' in payload) return recordVerdict(payload.record, method, undefined);
+  if ('record' in payload) return recordVerdict(payload.record, method, keyContext(payload));
   if ('envelope' in payload) return envelopeVerdict(payload.envelope, payload, method);
+  // A case shaped like a main case: the folder's own evaluator decides.
+  const expected = 'expected' in payload ? payload.expected : payload.output;
+  if ('input' in payload && expected !== undefined) {
+    const evaluator = MAIN_EVALUATORS[folder];
+    if (evaluator) return evaluator(payload.input, expected);
+  }
   if ('artifact' in payload) return artifactVerdict(payload.artifact, payload, method);
   if ('evidence' in payload) {
     const kind =

@@ -67,7 +67,9 @@ function envelopeFindings(method: string, context: ContractContext): ContractFin
 /** An output artifact labelled role=result is the envelope's result: its digest must match. */
 function resultPreserved(method: string, context: ContractContext): ContractFinding {
   const envelope = context.envelope as Record<string, unknown>;
-  const resultArtifacts = context.record.outputs.filter((artifact) => artifact.labels?.role === 'result');
+  const resultArtifacts = (context.record?.outputs ?? []).filter(
+    (artifact) => artifact.labels?.role === 'result',
+  );
   const withDigest = resultArtifacts.filter(
     (artifact) => artifact.digest && isDigestAlg(artifact.digest.alg),
   );
@@ -113,7 +115,7 @@ const CHECKS: Readonly<Record<string, Check>> = {
       ];
     }
     const findings = [pass(method, 'envelope.provenance is a valid prov.record.v0.1')];
-    if (!context.record.tool.adapter)
+    if (!context.record?.tool?.adapter)
       findings.push(warn(method, 'provenance.tool.adapter should name the adapter'));
     return findings;
   },
@@ -276,6 +278,31 @@ function signatureFinding(method: string, context: ContractContext): ContractFin
     default:
       return fail(method, check.message);
   }
+}
+
+/** Methods whose contracts concern only the envelope, so they can be checked without a record. */
+const ENVELOPE_LEVEL: ReadonlySet<string> = new Set([
+  METHODS.wrap,
+  METHODS.passThrough,
+  METHODS.errorsCapture,
+  METHODS.warningsCapture,
+]);
+
+/**
+ * Checks one method's contract, claimed or not (a conformance vector about a
+ * method checks that method). Without a record, only envelope-level contracts
+ * can hold.
+ */
+export function checkMethodContract(
+  method: string,
+  context: Omit<ContractContext, 'record'> & { record?: ProvRecord },
+): ContractFinding[] {
+  const check = CHECKS[method];
+  if (!check) return [skip(method, 'not in the catalog: no contract to check')];
+  if (!context.record && !ENVELOPE_LEVEL.has(method)) {
+    return [fail(method, 'contract concerns a provenance record, and there is none')];
+  }
+  return check(context as ContractContext, method);
 }
 
 /** Checks the contract of every method the record claims. Unknown methods have no contract to check. */
