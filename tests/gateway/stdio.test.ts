@@ -21,7 +21,7 @@ async function connectProxy(
     model: 'test-model',
     content: {
       type: 'text',
-      text: `sampled: ${(request.params.messages[0]?.content as { text: string }).text}`,
+      text: `sampled: ${(request.params.messages[0]?.content as { text?: string } | undefined)?.text}`,
     },
   }));
   client.setRequestHandler('elicitation/create', async () => ({
@@ -94,7 +94,7 @@ describe('proxy over stdio', () => {
       name: 'test_prompt_with_arguments',
       arguments: { arg1: 'a', arg2: 'b' },
     });
-    expect((prompt.messages[0]?.content as { text: string }).text).toBe(
+    expect((prompt.messages[0]?.content as { text?: string } | undefined)?.text).toBe(
       "Prompt with arguments: arg1='a', arg2='b'",
     );
     const completion = await client.complete({
@@ -155,10 +155,22 @@ describe('proxy over stdio', () => {
     const after = await client.callTool({ name: 'echo', arguments: { text: 'ok' } });
     expect(textOf(after)).toBe('ok');
   });
+});
+
+describe('proxy over stdio when the upstream crashes', () => {
+  let client: Client;
+
+  beforeAll(async () => {
+    ({ client } = await connectProxy(['--timeout', '20000']));
+  });
+
+  afterAll(async () => {
+    await client?.close();
+  });
 
   it('fails in-flight calls when the upstream crashes, restarts it, and serves the next call', async () => {
     const before = textOf(await client.callTool({ name: 'pid', arguments: {} }));
-    const pending = client.callTool({ name: 'slow', arguments: { ms: 1000 } }).catch((e: unknown) => e);
+    const pending = client.callTool({ name: 'slow', arguments: { ms: 10_000 } }).catch((e: unknown) => e);
     const crash = await client.callTool({ name: 'crash', arguments: { code: 7 } }).catch((e: unknown) => e);
     for (const error of [crash, await pending]) {
       expect(error).toBeInstanceOf(ProtocolError);
