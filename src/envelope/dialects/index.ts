@@ -1,0 +1,55 @@
+import { EnvelopeError } from '../../errors/index.ts';
+import { DIALECT_IDS, type DialectCodec, type DialectId } from '../dialect.ts';
+import { legacyCodec, registerEnvelopeClaims } from './legacy.ts';
+import { provV01Codec } from './prov-v01.ts';
+
+/** Every dialect codec, keyed by dialect id. `legacy` is the one that claims what no other does. */
+export const CODECS: Readonly<Record<DialectId, DialectCodec>> = Object.freeze({
+  'prov-v0.1': provV01Codec,
+  'scalpel-v1': pending('scalpel-v1'),
+  'hosted-v2': pending('hosted-v2'),
+  'a11y-v0.1': pending('a11y-v0.1'),
+  'jsonrpc-request': pending('jsonrpc-request'),
+  legacy: legacyCodec,
+});
+
+/** The envelope dialects, in detection order (legacy last: it is what none of them claims). */
+export const ENVELOPE_CODECS: readonly DialectCodec[] = DIALECT_IDS.filter((id) => id !== 'legacy').map(
+  (id) => CODECS[id],
+);
+
+registerEnvelopeClaims(ENVELOPE_CODECS.map((codec) => ({ dialect: codec.id, claims: codec.claims })));
+
+export function isDialectId(value: unknown): value is DialectId {
+  return typeof value === 'string' && (DIALECT_IDS as readonly string[]).includes(value);
+}
+
+export function codecFor(id: DialectId): DialectCodec {
+  const codec = isDialectId(id) ? CODECS[id] : undefined;
+  if (!codec) {
+    throw new EnvelopeError(
+      'USAGE_ERROR',
+      `Unknown dialect "${String(id)}" (expected ${DIALECT_IDS.join(', ')})`,
+      {
+        dialect: id,
+      },
+    );
+  }
+  return codec;
+}
+
+function pending(id: DialectId): DialectCodec {
+  const fail = (): never => {
+    throw new EnvelopeError('NOT_IMPLEMENTED', `The ${id} codec is not available yet`);
+  };
+  return {
+    id,
+    schemaId: id,
+    schema: {},
+    claims: () => false,
+    payloadOf: () => undefined,
+    detect: (): never => fail(),
+    decode: (): never => fail(),
+    encode: (): never => fail(),
+  };
+}
