@@ -250,6 +250,29 @@ export const ERROR_CODES: readonly ErrorCodeSpec[] = Object.freeze([
     'engine',
     'Command could not be started',
   ),
+  row('CONFIG_NOT_FOUND', 404, J.notFound, false, 'input', 'engine', 'Configuration file not found'),
+  row('CONFIG_INVALID', 400, J.invalidParams, false, 'input', 'engine', 'Configuration is invalid'),
+  row('LEDGER_NOT_FOUND', 404, J.notFound, false, 'input', 'engine', 'Ledger database not found'),
+  row('LEDGER_CORRUPT', 500, J.internal, false, 'internal', 'engine', 'Ledger database is unreadable'),
+  row(
+    'LEDGER_VERSION_UNSUPPORTED',
+    500,
+    J.internal,
+    false,
+    'internal',
+    'engine',
+    'Ledger schema version is newer than this program',
+  ),
+  row('LEDGER_RECORD_NOT_FOUND', 404, J.notFound, false, 'input', 'engine', 'Ledger record not found'),
+  row(
+    'LEDGER_RECORD_INVALID',
+    400,
+    J.invalidParams,
+    false,
+    'input',
+    'engine',
+    'Not a valid provenance record',
+  ),
 ]);
 
 const BY_CODE: ReadonlyMap<string, ErrorCodeSpec> = new Map(ERROR_CODES.map((spec) => [spec.code, spec]));
