@@ -191,3 +191,20 @@ describe('lineage', () => {
     expect(report.order?.[0]).toBe('r0');
   });
 });
+
+describe('signature algorithm swaps', () => {
+  it('a signature whose algorithm was changed fails when a key is given, instead of being skipped', async () => {
+    const { verify } = await import('../../../src/provenance/index.ts');
+    const signed = signRecord(record(), privateKey);
+    const swapped = structuredClone(signed);
+    (swapped.integrity as { signature: { alg: string } }).signature.alg = 'rsa-pss';
+    expect(checkSignature(swapped, publicKey).status).toBe('fail');
+    expect(checkSignature(swapped, undefined).status).toBe('unverifiable');
+    const report = await verify(swapped, { publicKey });
+    expect(report.ok).toBe(false);
+    expect(report.checks.find((check) => check.check === 'signature')).toMatchObject({
+      status: 'fail',
+      code: 'SIGNATURE_INVALID',
+    });
+  });
+});
