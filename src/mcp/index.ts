@@ -1,0 +1,28 @@
+export { outputSchemaFor } from './dialects.ts';
+export { selfContainedSchema } from './output-schema.ts';
+export {
+  type CallOutcome,
+  type CallSummary,
+  createPipeline,
+  type FeatureGate,
+  type GateDecision,
+  type Pipeline,
+  type PipelineOptions,
+  PipelineRpcError,
+  type PipelineTool,
+  type RecordContext,
+  type ToolArguments,
+  type ToolCall,
+  type ValidationMode,
+} from './pipeline.ts';
+export {
+  contentText,
+  type EnvelopeToToolResultOptions,
+  envelopeToToolResult,
+  PROVENANCE_META_KEY,
+  parseJsonText,
+  type ToolResultLike,
+  type ToolResultPayload,
+  toolResultPayload,
+} from './tool-result.ts';
+export { RESULT_SCHEMA_META_KEY, type WithEnvelopeOptions, withEnvelope } from './with-envelope.ts';
