@@ -11,6 +11,7 @@ import {
 import { registerDigest } from './commands/digest.ts';
 import { registerKeygen, registerLineage, registerSign, registerVerify } from './commands/integrity.ts';
 import { registerListMethods, registerValidateMethods } from './commands/methods.ts';
+import { registerProxy } from './commands/proxy.ts';
 import { registerValidateSchemas } from './commands/schemas.ts';
 import { registerSelfTest } from './commands/self-test.ts';
 import { registerValidate } from './commands/validate.ts';
@@ -34,6 +35,7 @@ const REGISTRARS: readonly Registrar[] = [
   registerSign,
   registerVerify,
   registerLineage,
+  registerProxy,
 ];
 
 export const VERSION = '0.1.0';

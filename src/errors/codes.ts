@@ -213,6 +213,7 @@ export const ERROR_CODES: readonly ErrorCodeSpec[] = Object.freeze([
   row('LINEAGE_CYCLE', 422, J.invalidParams, false, 'check', 'engine', 'Lineage graph has a cycle'),
   row('VECTOR_NOT_FOUND', 404, J.notFound, false, 'input', 'engine', 'Test vector not found'),
   row('ENVELOPE_INVALID', 400, J.invalidParams, false, 'check', 'engine', 'Value is not a valid envelope'),
+  row('METHOD_NOT_ALLOWED', 405, J.invalidParams, false, 'input', 'engine', 'HTTP method not allowed here'),
   row(
     'DIALECT_UNKNOWN',
     400,

@@ -1,0 +1,52 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { EnvelopeError } from '../errors/index.ts';
+
+/** A bearer token and the tier its holder gets. */
+export interface TokenGrant {
+  token: string;
+  tier: string;
+}
+
+export interface Principal {
+  /** A short, non-reversible label of the token for logs (never the token). */
+  tokenId: string;
+  tier: string;
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}
+
+/**
+ * Checks `Authorization: Bearer` headers against configured tokens. Tokens are
+ * compared as SHA-256 digests with timingSafeEqual, so neither the length nor
+ * the content of a configured token leaks through response timing.
+ */
+export class BearerAuth {
+  readonly #grants: { digest: Buffer; tier: string; tokenId: string }[];
+
+  constructor(grants: readonly TokenGrant[]) {
+    this.#grants = grants.map((grant) => {
+      const hashed = digest(grant.token);
+      return { digest: hashed, tier: grant.tier, tokenId: hashed.toString('hex').slice(0, 12) };
+    });
+  }
+
+  get enabled(): boolean {
+    return this.#grants.length > 0;
+  }
+
+  /** The principal for a request, or an AUTH_REQUIRED / UNAUTHORIZED error. */
+  authenticate(header: string | undefined): Principal {
+    const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match?.[1]) throw new EnvelopeError('AUTH_REQUIRED', 'A bearer token is required');
+    const presented = digest(match[1]);
+    let found: Principal | undefined;
+    // Compare against every grant so the time taken does not depend on which one matched.
+    for (const grant of this.#grants) {
+      if (timingSafeEqual(presented, grant.digest)) found = { tokenId: grant.tokenId, tier: grant.tier };
+    }
+    if (!found) throw new EnvelopeError('UNAUTHORIZED', 'The bearer token is not valid');
+    return found;
+  }
+}

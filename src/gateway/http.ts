@@ -1,0 +1,361 @@
+import { randomUUID } from 'node:crypto';
+import {
+  createServer,
+  type Server as HttpServer,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
+import type { AuthInfo } from '@modelcontextprotocol/server';
+import { createMcpHandler, isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
+import { describeErrorCode, EnvelopeError, toJsonRpcError } from '../errors/index.ts';
+import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
+import { BoundedEventStore } from './event-store.ts';
+import { renderInfoPage } from './html.ts';
+import { checkHostAndOrigin, type OriginPolicy } from './origin.ts';
+import { Relay } from './relay.ts';
+import { type GatewayOptions, type GatewaySession, openSession } from './session.ts';
+
+export interface HttpGatewayOptions extends OriginPolicy {
+  gateway: GatewayOptions;
+  host?: string;
+  port?: number;
+  /** Largest request body accepted, in bytes (413 above it). */
+  maxBodyBytes?: number;
+  /** Bearer tokens; when empty or absent, no authentication is asked for. */
+  tokens?: readonly TokenGrant[];
+  /** Most concurrent 2025-era sessions (each owns its upstream connections). */
+  maxSessions?: number;
+  /** Sessions idle this long are closed. */
+  sessionIdleMs?: number;
+  /** The SSE `retry` hint sent to clients, in milliseconds. */
+  retryIntervalMs?: number;
+  mode?: string;
+  title?: string;
+  onError?: (error: unknown) => void;
+}
+
+export interface HttpGateway {
+  url: string;
+  server: HttpServer;
+  sessionCount(): number;
+  close(): Promise<void>;
+}
+
+interface SessionEntry {
+  transport: NodeStreamableHTTPServerTransport;
+  session: GatewaySession;
+  lastSeen: number;
+}
+
+const MCP_PATH = '/mcp';
+
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+    ...headers,
+  });
+  res.end(text);
+}
+
+/** An HTTP-level error: `{ "error": { "code", "message" } }` with the status from the error table. */
+function sendError(res: ServerResponse, error: EnvelopeError, headers: Record<string, string> = {}): void {
+  sendJson(res, describeErrorCode(error.code).httpStatus, { error: error.toJSON() }, headers);
+}
+
+/** A JSON-RPC error for a body the SDK never saw (unparseable, or a session that is gone). */
+function sendRpcError(
+  res: ServerResponse,
+  status: number,
+  code: number,
+  canonical: string,
+  message: string,
+): void {
+  const rpc = toJsonRpcError(canonical, message);
+  sendJson(res, status, { jsonrpc: '2.0', id: null, error: { code, message, data: rpc.data } });
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    throw new EnvelopeError('INPUT_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit_bytes: limit });
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      req.resume();
+      throw new EnvelopeError('INPUT_TOO_LARGE', `Request body exceeds ${limit} bytes`, {
+        limit_bytes: limit,
+      });
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+function accepts(req: IncomingMessage, type: string): boolean {
+  return (req.headers.accept ?? '').toLowerCase().includes(type);
+}
+
+function upstreamTarget(options: GatewayOptions): { name: string; target: string }[] {
+  return options.upstreams.map((spec) => ({
+    name: spec.name,
+    target: spec.kind === 'stdio' ? [spec.command, ...(spec.args ?? [])].join(' ') : spec.url,
+  }));
+}
+
+/**
+ * Serves the relay over Streamable HTTP on node:http. 2025-era clients get a
+ * stateful session (its own upstream connections, so server-to-client requests
+ * work and streams resume with Last-Event-ID); 2026-07-28 requests are served
+ * statelessly over one shared upstream connection. In front of both: Host and
+ * Origin checks, a body size limit, optional bearer tokens.
+ */
+export async function startHttpGateway(options: HttpGatewayOptions): Promise<HttpGateway> {
+  const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
+  const maxSessions = options.maxSessions ?? 64;
+  const idleMs = options.sessionIdleMs ?? 30 * 60_000;
+  const auth = new BearerAuth(options.tokens ?? []);
+  const sessions = new Map<string, SessionEntry>();
+  const report = options.onError ?? (() => {});
+  let shared: Promise<GatewaySession> | undefined;
+  let closing = false;
+
+  // One upstream connection set for stateless (2026-07-28) requests and the info page.
+  const sharedSession = (): Promise<GatewaySession> => {
+    shared ??= openSession(options.gateway).catch((error) => {
+      shared = undefined;
+      throw error;
+    });
+    return shared;
+  };
+
+  const modern = createMcpHandler(
+    async () => {
+      const session = await sharedSession();
+      return new Relay(session.upstreams, options.gateway).server;
+    },
+    { legacy: 'reject', maxRequestBodySize: maxBody, onerror: report },
+  );
+  const modernNode = toNodeHandler(modern, { onerror: report });
+
+  async function newSession(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo) {
+    if (sessions.size >= maxSessions) {
+      sendError(res, new EnvelopeError('resource_exhausted', 'Too many open sessions', { max: maxSessions }));
+      return;
+    }
+    let session: GatewaySession;
+    try {
+      session = await openSession(options.gateway);
+    } catch (error) {
+      const failure =
+        error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
+      sendRpcError(res, 502, describeErrorCode(failure.code).jsonRpcCode, failure.code, failure.message);
+      return;
+    }
+    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      eventStore: new BoundedEventStore(),
+      retryInterval: options.retryIntervalMs ?? 1000,
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, session, lastSeen: Date.now() });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+      void session.close();
+    };
+    await session.relay.server.connect(transport);
+    await transport.handleRequest(Object.assign(req, { auth: authInfo }), res, body);
+    // An initialize that failed never gets a session id: nothing else will close it.
+    if (!transport.sessionId) await transport.close();
+  }
+
+  async function handleMcp(req: IncomingMessage, res: ServerResponse, principal?: Principal): Promise<void> {
+    const authInfo: AuthInfo | undefined = principal
+      ? { token: principal.tokenId, clientId: principal.tokenId, scopes: [], extra: { tier: principal.tier } }
+      : undefined;
+    const sessionId = req.headers['mcp-session-id'];
+    const method = req.method ?? 'GET';
+
+    if (method === 'GET' && !sessionId && accepts(req, 'text/html') && !accepts(req, 'text/event-stream')) {
+      await sendInfoPage(res);
+      return;
+    }
+    if (method === 'GET' && !accepts(req, 'text/event-stream')) {
+      sendError(
+        res,
+        new EnvelopeError('METHOD_NOT_ALLOWED', 'GET /mcp serves SSE streams and an HTML page only'),
+        {
+          allow: 'GET, POST, DELETE',
+        },
+      );
+      return;
+    }
+    if (method !== 'GET' && method !== 'POST' && method !== 'DELETE') {
+      sendError(res, new EnvelopeError('METHOD_NOT_ALLOWED', `${method} is not supported on /mcp`), {
+        allow: 'GET, POST, DELETE',
+      });
+      return;
+    }
+
+    let body: unknown;
+    if (method === 'POST') {
+      const raw = await readBody(req, maxBody);
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        sendRpcError(res, 400, -32700, 'JSON_MALFORMED', 'Parse error: the body is not valid JSON');
+        return;
+      }
+    }
+
+    if (typeof sessionId === 'string') {
+      const entry = sessions.get(sessionId);
+      if (!entry) {
+        sendRpcError(res, 404, -32001, 'NOT_FOUND', 'Session not found');
+        return;
+      }
+      entry.lastSeen = Date.now();
+      await entry.transport.handleRequest(Object.assign(req, { auth: authInfo }), res, body);
+      return;
+    }
+    if (method === 'POST') {
+      const messages = Array.isArray(body) ? body : [body];
+      if (messages.some((message) => isInitializeRequest(message))) {
+        await newSession(req, res, body, authInfo);
+        return;
+      }
+      const webRequest = await toWebRequest(req, body);
+      if (!(await isLegacyRequest(webRequest, body))) {
+        await modernNode(Object.assign(req, { auth: authInfo }), res, body);
+        return;
+      }
+    }
+    sendRpcError(res, 400, -32000, 'INVALID_INPUT', 'Bad Request: Mcp-Session-Id header is required');
+  }
+
+  async function sendInfoPage(res: ServerResponse): Promise<void> {
+    let tools: { name: string; description?: string }[] = [];
+    try {
+      const session = await sharedSession();
+      for (const upstream of session.upstreams) {
+        if (!upstream.capabilities.tools) continue;
+        const listed = await upstream.request('tools/list', undefined, { timeoutMs: 5000 });
+        const names = (listed.tools as { name: string; description?: string }[] | undefined) ?? [];
+        const prefix = session.upstreams.length > 1 ? `${upstream.name}__` : '';
+        tools = tools.concat(
+          names.map((tool) => ({ name: prefix + tool.name, description: tool.description })),
+        );
+      }
+    } catch {
+      // The page still explains the endpoint when the upstream is down.
+    }
+    const address = server.address() as AddressInfo;
+    const html = renderInfoPage({
+      title: options.title ?? 'mcp-envelope gateway',
+      mode: options.mode ?? 'passthrough',
+      endpoint: `http://${options.host ?? '127.0.0.1'}:${address.port}${MCP_PATH}`,
+      upstreams: upstreamTarget(options.gateway),
+      tools,
+      authRequired: auth.enabled,
+    });
+    res.writeHead(200, {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': "default-src 'none'",
+      'x-content-type-options': 'nosniff',
+    });
+    res.end(html);
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    checkHostAndOrigin(req.headers.host, req.headers.origin, options);
+    if (path === '/healthz') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        sendError(res, new EnvelopeError('METHOD_NOT_ALLOWED', 'Use GET /healthz'), { allow: 'GET' });
+        return;
+      }
+      sendJson(res, 200, { status: 'ok', sessions: sessions.size });
+      return;
+    }
+    if (path !== MCP_PATH) {
+      sendError(res, new EnvelopeError('NOT_FOUND', `No route for ${path}`));
+      return;
+    }
+    let principal: Principal | undefined;
+    if (auth.enabled) principal = auth.authenticate(req.headers.authorization);
+    await handleMcp(req, res, principal);
+  }
+
+  const server = createServer((req, res) => {
+    if (closing) {
+      sendError(res, new EnvelopeError('dependency_unavailable', 'The gateway is shutting down'));
+      return;
+    }
+    route(req, res).catch((error: unknown) => {
+      if (error instanceof EnvelopeError) {
+        const headers: Record<string, string> =
+          error.code === 'AUTH_REQUIRED' || error.code === 'UNAUTHORIZED'
+            ? { 'www-authenticate': 'Bearer realm="mcp-envelope"' }
+            : {};
+        sendError(res, error, headers);
+        return;
+      }
+      report(error);
+      sendError(res, new EnvelopeError('INTERNAL_ERROR', 'The gateway failed to handle the request'));
+    });
+  });
+
+  const sweeper = setInterval(
+    () => {
+      const now = Date.now();
+      for (const entry of sessions.values()) {
+        if (now - entry.lastSeen > idleMs) void entry.transport.close();
+      }
+    },
+    Math.min(idleMs, 60_000),
+  );
+  sweeper.unref();
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  return {
+    url: `http://${hostForUrl}:${address.port}${MCP_PATH}`,
+    server,
+    sessionCount: () => sessions.size,
+    async close() {
+      closing = true;
+      clearInterval(sweeper);
+      await Promise.all([...sessions.values()].map((entry) => entry.transport.close().catch(() => {})));
+      await Promise.all([...sessions.values()].map((entry) => entry.session.close()));
+      await modern.close().catch(() => {});
+      if (shared) await (await shared.catch(() => undefined))?.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

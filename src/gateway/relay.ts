@@ -1,0 +1,359 @@
+import type {
+  CallToolResult,
+  Implementation,
+  JSONRPCRequest,
+  Notification,
+  Result,
+  ServerCapabilities,
+  ServerContext,
+  Tool,
+} from '@modelcontextprotocol/server';
+import { ProtocolError, Server } from '@modelcontextprotocol/server';
+import { EnvelopeError, toJsonRpcError } from '../errors/index.ts';
+import type { Upstream } from './upstream.ts';
+
+/** Separates an upstream's name from a tool or prompt name when several upstreams are fronted. */
+export const NAMESPACE_SEPARATOR = '__';
+
+export type CallToolParams = {
+  name: string;
+  arguments?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
+};
+
+/** Calls the tool on its upstream and returns the upstream's result as sent. */
+export type InvokeUpstream = (params: CallToolParams) => Promise<CallToolResult>;
+
+export interface ToolCallContext {
+  upstream: string;
+  signal: AbortSignal;
+}
+
+/**
+ * The hook the enforcement pipeline plugs into: it sees each tools/call, may
+ * validate, invoke the upstream and rewrite the result. Passthrough by default.
+ */
+export type ToolCallHandler = (
+  params: CallToolParams,
+  invokeUpstream: InvokeUpstream,
+  context: ToolCallContext,
+) => Promise<CallToolResult>;
+
+export const passthroughToolCalls: ToolCallHandler = (params, invokeUpstream) => invokeUpstream(params);
+
+export interface RelayOptions {
+  toolCallHandler?: ToolCallHandler;
+  /** In envelope mode: the output schema advertised for a tool instead of its own. */
+  outputSchemaFor?: (tool: Tool) => Tool['outputSchema'] | undefined;
+  serverInfo?: Implementation;
+}
+
+const ANY_RESULT = {
+  '~standard': {
+    version: 1 as const,
+    vendor: 'mcp-envelope',
+    validate: (value: unknown) => ({ value: value as Result }),
+  },
+};
+
+const MAX_PAGES = 100;
+
+/** An EnvelopeError becomes a JSON-RPC error carrying `data.canonical_code`; anything else passes as is. */
+function toProtocolError(error: unknown): unknown {
+  if (error instanceof EnvelopeError) {
+    const rpc = toJsonRpcError(error.code, error.message, error.details);
+    return new ProtocolError(rpc.code, rpc.message, rpc.data);
+  }
+  return error;
+}
+
+function notFound(message: string): ProtocolError {
+  const rpc = toJsonRpcError('NOT_FOUND', message);
+  return new ProtocolError(rpc.code, rpc.message, rpc.data);
+}
+
+function mergeCapabilities(upstreams: readonly Upstream[]): ServerCapabilities {
+  const merged: ServerCapabilities = {};
+  for (const upstream of upstreams) {
+    const caps = upstream.capabilities;
+    for (const key of Object.keys(caps) as (keyof ServerCapabilities)[]) {
+      const value = caps[key];
+      if (value === undefined) continue;
+      const existing = merged[key];
+      (merged as Record<string, unknown>)[key] =
+        typeof value === 'object' && value !== null && typeof existing === 'object' && existing !== null
+          ? { ...existing, ...value }
+          : value;
+    }
+  }
+  return merged;
+}
+
+/**
+ * A downstream MCP server that forwards every request and notification to its
+ * upstream(s) and relays the upstreams' notifications and server-to-client
+ * requests back. With one upstream, names and cursors pass through untouched;
+ * with several, tools and prompts are named `<upstream>__<name>` and lists are
+ * gathered across upstreams.
+ */
+export class Relay {
+  readonly server: Server;
+  readonly #upstreams: readonly Upstream[];
+  readonly #byName: Map<string, Upstream>;
+  readonly #options: RelayOptions;
+  readonly #inFlight: ServerContext[] = [];
+  readonly #resourceOwners = new Map<string, Upstream>();
+
+  constructor(upstreams: readonly Upstream[], options: RelayOptions = {}) {
+    if (upstreams.length === 0) throw new EnvelopeError('USAGE_ERROR', 'A relay needs at least one upstream');
+    this.#upstreams = upstreams;
+    this.#byName = new Map(upstreams.map((upstream) => [upstream.name, upstream]));
+    this.#options = options;
+    const single = upstreams.length === 1 ? upstreams[0] : undefined;
+    const info = options.serverInfo ??
+      single?.serverInfo ?? { name: 'mcp-envelope-gateway', version: '0.1.0' };
+    const capabilities = mergeCapabilities(upstreams);
+    this.server = new Server(info, { capabilities, instructions: single?.instructions });
+    this.#registerHandlers(capabilities);
+    for (const upstream of upstreams) {
+      upstream.setHooks({
+        onNotification: (notification) => this.#fromUpstream(notification),
+        onRequest: (request, ctx) => this.#serverToClient(request, ctx.mcpReq.signal),
+      });
+    }
+  }
+
+  get #multi(): boolean {
+    return this.#upstreams.length > 1;
+  }
+
+  #first(): Upstream {
+    return this.#upstreams[0] as Upstream;
+  }
+
+  /** Wraps a handler: records the downstream request as in flight and maps errors. */
+  #handle(
+    body: (params: Record<string, unknown> | undefined, ctx: ServerContext) => Promise<Result>,
+  ): (request: { params?: unknown }, ctx: ServerContext) => Promise<never> {
+    return async (request, ctx) => {
+      this.#inFlight.push(ctx);
+      try {
+        return (await body(request.params as Record<string, unknown> | undefined, ctx)) as never;
+      } catch (error) {
+        throw toProtocolError(error);
+      } finally {
+        const index = this.#inFlight.lastIndexOf(ctx);
+        if (index >= 0) this.#inFlight.splice(index, 1);
+      }
+    };
+  }
+
+  /** Forwards one request to an upstream, mapping the progress token both ways. */
+  #forward(
+    upstream: Upstream,
+    method: string,
+    params: Record<string, unknown> | undefined,
+    ctx: ServerContext,
+  ): Promise<Result> {
+    const token = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+    const onprogress =
+      token === undefined
+        ? undefined
+        : (progress: { progress: number; total?: number; message?: string }) => {
+            void ctx.mcpReq
+              .notify({ method: 'notifications/progress', params: { ...progress, progressToken: token } })
+              .catch(() => {});
+          };
+    return upstream.request(method, params, { signal: ctx.mcpReq.signal, onprogress });
+  }
+
+  #split(name: unknown): { upstream: Upstream; name: string } {
+    if (typeof name !== 'string') throw notFound('Missing name');
+    if (!this.#multi) return { upstream: this.#first(), name };
+    const at = name.indexOf(NAMESPACE_SEPARATOR);
+    const upstream = at > 0 ? this.#byName.get(name.slice(0, at)) : undefined;
+    if (!upstream) throw notFound(`Unknown name: ${name}`);
+    return { upstream, name: name.slice(at + NAMESPACE_SEPARATOR.length) };
+  }
+
+  /** Lists across all upstreams; a single upstream's page and cursor pass through unchanged. */
+  async #list(
+    method: string,
+    key: 'tools' | 'prompts' | 'resources' | 'resourceTemplates',
+    params: Record<string, unknown> | undefined,
+    ctx: ServerContext,
+    rename: (item: Record<string, unknown>, upstream: Upstream) => Record<string, unknown>,
+  ): Promise<Result> {
+    if (!this.#multi) {
+      const upstream = this.#first();
+      const page = await this.#forward(upstream, method, params, ctx);
+      const items = page[key];
+      if (!Array.isArray(items)) return page;
+      return { ...page, [key]: items.map((item) => rename(item as Record<string, unknown>, upstream)) };
+    }
+    const all: Record<string, unknown>[] = [];
+    for (const upstream of this.#upstreams) {
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_PAGES; page++) {
+        const result = await this.#forward(upstream, method, cursor ? { cursor } : undefined, ctx);
+        const items = result[key];
+        if (Array.isArray(items)) for (const item of items) all.push(rename(item, upstream));
+        cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+        if (!cursor) break;
+      }
+    }
+    return { [key]: all };
+  }
+
+  #prefixed(item: Record<string, unknown>, upstream: Upstream): Record<string, unknown> {
+    return this.#multi
+      ? { ...item, name: `${upstream.name}${NAMESPACE_SEPARATOR}${String(item.name)}` }
+      : item;
+  }
+
+  #resourceUpstream(uri: unknown): Upstream {
+    if (!this.#multi) return this.#first();
+    return (typeof uri === 'string' ? this.#resourceOwners.get(uri) : undefined) ?? this.#first();
+  }
+
+  #registerHandlers(capabilities: ServerCapabilities): void {
+    const server = this.server;
+    if (capabilities.tools) {
+      server.setRequestHandler(
+        'tools/list',
+        this.#handle((params, ctx) =>
+          this.#list('tools/list', 'tools', params, ctx, (item, upstream) => {
+            const tool = this.#prefixed(item, upstream);
+            const schema = this.#options.outputSchemaFor?.(tool as unknown as Tool);
+            return schema === undefined ? tool : { ...tool, outputSchema: schema };
+          }),
+        ),
+      );
+      server.setRequestHandler(
+        'tools/call',
+        this.#handle(async (params, ctx) => {
+          const { upstream, name } = this.#split(params?.name);
+          const handler = this.#options.toolCallHandler ?? passthroughToolCalls;
+          const invoke: InvokeUpstream = async (call) =>
+            (await this.#forward(
+              upstream,
+              'tools/call',
+              { ...params, ...call, name },
+              ctx,
+            )) as CallToolResult;
+          return handler({ ...(params as CallToolParams), name }, invoke, {
+            upstream: upstream.name,
+            signal: ctx.mcpReq.signal,
+          });
+        }),
+      );
+    }
+    if (capabilities.prompts) {
+      server.setRequestHandler(
+        'prompts/list',
+        this.#handle((params, ctx) =>
+          this.#list('prompts/list', 'prompts', params, ctx, (item, upstream) =>
+            this.#prefixed(item, upstream),
+          ),
+        ),
+      );
+      server.setRequestHandler(
+        'prompts/get',
+        this.#handle((params, ctx) => {
+          const { upstream, name } = this.#split(params?.name);
+          return this.#forward(upstream, 'prompts/get', { ...params, name }, ctx);
+        }),
+      );
+    }
+    if (capabilities.resources) {
+      const own = (item: Record<string, unknown>, upstream: Upstream) => {
+        if (typeof item.uri === 'string') this.#resourceOwners.set(item.uri, upstream);
+        return item;
+      };
+      server.setRequestHandler(
+        'resources/list',
+        this.#handle((params, ctx) => this.#list('resources/list', 'resources', params, ctx, own)),
+      );
+      server.setRequestHandler(
+        'resources/templates/list',
+        this.#handle((params, ctx) =>
+          this.#list('resources/templates/list', 'resourceTemplates', params, ctx, (item) => item),
+        ),
+      );
+      for (const method of ['resources/read', 'resources/subscribe', 'resources/unsubscribe'] as const) {
+        server.setRequestHandler(
+          method,
+          this.#handle((params, ctx) =>
+            this.#forward(this.#resourceUpstream(params?.uri), method, params, ctx),
+          ),
+        );
+      }
+    }
+    if (capabilities.completions) {
+      server.setRequestHandler(
+        'completion/complete',
+        this.#handle((params, ctx) => {
+          const ref = params?.ref as { type?: string; name?: string; uri?: string } | undefined;
+          if (ref?.type === 'ref/prompt') {
+            const { upstream, name } = this.#split(ref.name);
+            return this.#forward(upstream, 'completion/complete', { ...params, ref: { ...ref, name } }, ctx);
+          }
+          return this.#forward(this.#resourceUpstream(ref?.uri), 'completion/complete', params, ctx);
+        }),
+      );
+    }
+    if (capabilities.logging) {
+      server.setRequestHandler(
+        'logging/setLevel',
+        this.#handle(async (params, ctx) => {
+          for (const upstream of this.#upstreams)
+            await this.#forward(upstream, 'logging/setLevel', params, ctx);
+          return {};
+        }),
+      );
+    }
+    // Methods outside the spec (or newer than this build) go to the single upstream as they are.
+    server.fallbackRequestHandler = async (request: JSONRPCRequest, ctx: ServerContext) => {
+      try {
+        return await this.#forward(this.#first(), request.method, request.params, ctx);
+      } catch (error) {
+        throw toProtocolError(error);
+      }
+    };
+    server.fallbackNotificationHandler = async (notification: Notification) => {
+      for (const upstream of this.#upstreams) await upstream.notify(notification);
+    };
+  }
+
+  /** The downstream request an upstream message most likely belongs to: the newest one in flight. */
+  #current(): ServerContext | undefined {
+    return this.#inFlight.at(-1);
+  }
+
+  async #fromUpstream(notification: Notification): Promise<void> {
+    const ctx = this.#current();
+    try {
+      // Inside a call, the message rides that call's stream, as the upstream sent it during the call.
+      if (ctx && !ctx.mcpReq.signal.aborted) await ctx.mcpReq.notify(notification);
+      else await this.server.notification(notification);
+    } catch {
+      // A downstream that went away cannot be told; the upstream is not at fault.
+    }
+  }
+
+  async #serverToClient(request: JSONRPCRequest, signal: AbortSignal): Promise<Result> {
+    const ctx = this.#current();
+    const message = { method: request.method, params: request.params };
+    try {
+      if (ctx && !ctx.mcpReq.signal.aborted)
+        return (await ctx.mcpReq.send(message, ANY_RESULT, { signal })) as Result;
+      return (await this.server.request(message, ANY_RESULT, { signal })) as Result;
+    } catch (error) {
+      throw toProtocolError(error);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.server.close().catch(() => {});
+  }
+}

@@ -1,0 +1,42 @@
+import { Relay, type RelayOptions } from './relay.ts';
+import { Upstream, type UpstreamOptions, type UpstreamSpec } from './upstream.ts';
+
+export interface GatewayOptions extends RelayOptions {
+  upstreams: readonly UpstreamSpec[];
+  upstream?: UpstreamOptions;
+}
+
+/** One downstream session: its own upstream connections and the relay between them. */
+export interface GatewaySession {
+  relay: Relay;
+  upstreams: readonly Upstream[];
+  close(): Promise<void>;
+}
+
+/**
+ * Connects the upstreams, then builds the relay whose capabilities mirror theirs.
+ * Each session owns its upstreams, so server-to-client requests, subscriptions
+ * and log levels never cross between downstream clients.
+ */
+export async function openSession(options: GatewayOptions): Promise<GatewaySession> {
+  const upstreams = options.upstreams.map((spec) => new Upstream(spec, options.upstream));
+  try {
+    await Promise.all(upstreams.map((upstream) => upstream.connect()));
+  } catch (error) {
+    await Promise.all(upstreams.map((upstream) => upstream.close()));
+    throw error;
+  }
+  const relay = new Relay(upstreams, options);
+  let closed: Promise<void> | undefined;
+  return {
+    relay,
+    upstreams,
+    close() {
+      closed ??= (async () => {
+        await relay.close();
+        await Promise.all(upstreams.map((upstream) => upstream.close()));
+      })();
+      return closed;
+    },
+  };
+}

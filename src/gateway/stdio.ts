@@ -1,0 +1,30 @@
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { type GatewayOptions, type GatewaySession, openSession } from './session.ts';
+
+export interface StdioGateway {
+  session: GatewaySession;
+  /** Resolves when the downstream client closed stdin (or close() was called). */
+  closed: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the relay on this process's own stdin/stdout. Only MCP messages are
+ * written to stdout; everything else belongs on stderr.
+ */
+export async function serveGatewayOnStdio(options: GatewayOptions): Promise<StdioGateway> {
+  const session = await openSession(options);
+  let markClosed: () => void = () => {};
+  const closed = new Promise<void>((resolve) => {
+    markClosed = resolve;
+  });
+  const handle = serveStdio(() => session.relay.server, { onerror: () => {} });
+  process.stdin.once('end', () => markClosed());
+  process.stdin.once('close', () => markClosed());
+  const close = async () => {
+    await handle.close().catch(() => {});
+    await session.close();
+    markClosed();
+  };
+  return { session, closed, close };
+}

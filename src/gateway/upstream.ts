@@ -1,0 +1,324 @@
+import type {
+  ClientCapabilities,
+  ClientContext,
+  Implementation,
+  JSONRPCRequest,
+  Notification,
+  Result,
+  ServerCapabilities,
+  Transport,
+} from '@modelcontextprotocol/client';
+import { Client, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { EnvelopeError } from '../errors/index.ts';
+import { ChildProcessTransport, StderrRing } from './child-transport.ts';
+
+export type UpstreamSpec =
+  | {
+      name: string;
+      kind: 'stdio';
+      command: string;
+      args?: readonly string[];
+      env?: Record<string, string>;
+      cwd?: string;
+    }
+  | { name: string; kind: 'http'; url: string; headers?: Record<string, string> };
+
+export interface RestartPolicy {
+  /** Restarts allowed before the upstream is declared down for good. */
+  maxRestarts: number;
+  initialDelayMs: number;
+  maxDelayMs: number;
+  /** An upstream that stayed up this long gets its restart budget back. */
+  stableAfterMs: number;
+}
+
+export interface UpstreamOptions {
+  /** Default per-request timeout; nothing waits on an upstream longer than this. */
+  timeoutMs?: number;
+  /** Per-tool overrides of the tools/call timeout. */
+  toolTimeoutsMs?: Readonly<Record<string, number>>;
+  restart?: Partial<RestartPolicy>;
+  clientInfo?: Implementation;
+  stderrLimitBytes?: number;
+}
+
+/** What the relay plugs in: where upstream notifications and server-to-client requests go. */
+export interface UpstreamHooks {
+  onNotification(notification: Notification): void | Promise<void>;
+  onRequest(request: JSONRPCRequest, ctx: ClientContext): Promise<Result>;
+  onRestart?(): void;
+}
+
+export interface UpstreamRequestOptions {
+  signal?: AbortSignal;
+  onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
+  timeoutMs?: number;
+}
+
+/** A result schema that accepts whatever the upstream sent: the relay forwards, it does not reshape. */
+const ANY_RESULT = {
+  '~standard': {
+    version: 1 as const,
+    vendor: 'mcp-envelope',
+    validate: (value: unknown) => ({ value: value as Result }),
+  },
+};
+
+/** The client capabilities the gateway offers upstream; each request is answered by the downstream client. */
+const CLIENT_CAPABILITIES: ClientCapabilities = {
+  sampling: {},
+  elicitation: { form: {}, url: {} },
+  roots: { listChanged: true },
+};
+
+const SERVER_TO_CLIENT_METHODS = ['sampling/createMessage', 'elicitation/create', 'roots/list'] as const;
+
+/**
+ * One upstream MCP server: a stdio child (restarted with bounded backoff when it
+ * crashes) or a Streamable HTTP URL. Every request is bounded by a timeout; a
+ * crash fails the calls in flight at once with ADAPTER.EXECUTION.FAILED carrying
+ * the exit code and a stderr excerpt.
+ */
+export class Upstream {
+  readonly spec: UpstreamSpec;
+  readonly stderr: StderrRing;
+  readonly #options: UpstreamOptions;
+  readonly #restart: RestartPolicy;
+  #hooks: UpstreamHooks | undefined;
+  #client: Client | undefined;
+  #transport: Transport | undefined;
+  #ready: Promise<void> | undefined;
+  #closing = false;
+  #restarts = 0;
+  #startedAt = 0;
+  #lastExit: { code: number | null; signal: string | null } | undefined;
+  #down: EnvelopeError | undefined;
+  #restartTimer: NodeJS.Timeout | undefined;
+  /** How many times the process was (re)started; tests and logs read it. */
+  generation = 0;
+
+  constructor(spec: UpstreamSpec, options: UpstreamOptions = {}) {
+    this.spec = spec;
+    this.#options = options;
+    this.#restart = {
+      maxRestarts: 5,
+      initialDelayMs: 100,
+      maxDelayMs: 5000,
+      stableAfterMs: 30_000,
+      ...options.restart,
+    };
+    this.stderr = new StderrRing(options.stderrLimitBytes ?? 8192);
+  }
+
+  get name(): string {
+    return this.spec.name;
+  }
+
+  setHooks(hooks: UpstreamHooks): void {
+    this.#hooks = hooks;
+  }
+
+  get capabilities(): ServerCapabilities {
+    return this.#client?.getServerCapabilities() ?? {};
+  }
+
+  get serverInfo(): Implementation | undefined {
+    return this.#client?.getServerVersion();
+  }
+
+  get instructions(): string | undefined {
+    return this.#client?.getInstructions();
+  }
+
+  get pid(): number | undefined {
+    return this.#transport instanceof ChildProcessTransport ? this.#transport.pid : undefined;
+  }
+
+  /** Connects (or reconnects); resolves once the upstream answered initialize. */
+  connect(): Promise<void> {
+    this.#ready = this.#start();
+    return this.#ready;
+  }
+
+  async #start(): Promise<void> {
+    const client = new Client(
+      this.#options.clientInfo ?? { name: 'mcp-envelope-gateway', version: '0.1.0' },
+      {
+        capabilities: CLIENT_CAPABILITIES,
+      },
+    );
+    for (const method of SERVER_TO_CLIENT_METHODS) {
+      client.setRequestHandler(
+        method,
+        (request, ctx) => this.#serverRequest(request as JSONRPCRequest, ctx) as never,
+      );
+    }
+    client.fallbackRequestHandler = (request, ctx) => this.#serverRequest(request, ctx);
+    client.fallbackNotificationHandler = async (notification) => {
+      await this.#hooks?.onNotification(notification);
+    };
+    const transport = this.#makeTransport();
+    transport.onclose = () => this.#onTransportClosed(client, transport);
+    this.#client = client;
+    this.#transport = transport;
+    this.generation++;
+    this.#startedAt = Date.now();
+    try {
+      await client.connect(transport, {});
+    } catch (error) {
+      throw this.#failure(`upstream ${this.name} did not start: ${errorText(error)}`, error);
+    }
+    this.#down = undefined;
+  }
+
+  #makeTransport(): Transport {
+    const spec = this.spec;
+    if (spec.kind === 'stdio') {
+      return new ChildProcessTransport({
+        command: spec.command,
+        args: spec.args,
+        env: spec.env,
+        cwd: spec.cwd,
+        stderr: this.stderr,
+      });
+    }
+    return new StreamableHTTPClientTransport(new URL(spec.url), {
+      requestInit: spec.headers ? { headers: spec.headers } : undefined,
+    });
+  }
+
+  #serverRequest(request: JSONRPCRequest, ctx: ClientContext): Promise<Result> {
+    if (!this.#hooks)
+      throw new EnvelopeError('not_implemented', 'No downstream client to answer this request');
+    return this.#hooks.onRequest(request, ctx);
+  }
+
+  #onTransportClosed(client: Client, transport: Transport): void {
+    if (this.#client !== client) return;
+    if (transport instanceof ChildProcessTransport) this.#lastExit = transport.exit ?? this.#lastExit;
+    if (this.#closing || this.spec.kind !== 'stdio') {
+      this.#down = this.#failure(`upstream ${this.name} connection closed`);
+      return;
+    }
+    if (Date.now() - this.#startedAt > this.#restart.stableAfterMs) this.#restarts = 0;
+    this.#down = this.#failure(`upstream ${this.name} exited`);
+    if (this.#restarts >= this.#restart.maxRestarts) return;
+    const delay = Math.min(this.#restart.initialDelayMs * 2 ** this.#restarts, this.#restart.maxDelayMs);
+    this.#restarts++;
+    let settle: () => void = () => {};
+    this.#ready = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = undefined;
+      if (this.#closing) return settle();
+      this.#start()
+        .then(() => this.#hooks?.onRestart?.())
+        .catch(() => {
+          // #start already recorded why; the close handler schedules the next attempt.
+        })
+        .finally(settle);
+    }, delay);
+  }
+
+  /** ADAPTER.EXECUTION.FAILED with what is known about the process. */
+  #failure(message: string, cause?: unknown): EnvelopeError {
+    const details: Record<string, unknown> = { upstream: this.name };
+    if (this.#lastExit) {
+      details.exit_code = this.#lastExit.code;
+      if (this.#lastExit.signal) details.signal = this.#lastExit.signal;
+    }
+    const tail = this.stderr.tail(1024);
+    if (tail) details.stderr = tail;
+    return new EnvelopeError('ADAPTER.EXECUTION.FAILED', message, details, { cause });
+  }
+
+  /** Waits (bounded) for a restarting upstream, then returns its client. */
+  async #liveClient(deadline: number): Promise<Client> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (this.#closing) throw this.#failure(`upstream ${this.name} is shut down`);
+      const ready = this.#ready;
+      if (!ready) throw this.#failure(`upstream ${this.name} is not connected`);
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        ready.catch(() => {}),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, remaining);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!this.#down && this.#client) return this.#client;
+      if (ready === this.#ready) break;
+    }
+    throw this.#down ?? this.#failure(`upstream ${this.name} is not available`);
+  }
+
+  timeoutFor(method: string, params: Record<string, unknown> | undefined): number {
+    if (method === 'tools/call' && typeof params?.name === 'string') {
+      const own = this.#options.toolTimeoutsMs?.[params.name];
+      if (own !== undefined) return own;
+    }
+    return this.#options.timeoutMs ?? 60_000;
+  }
+
+  /** Sends one request upstream and returns its raw result. */
+  async request(
+    method: string,
+    params: Record<string, unknown> | undefined,
+    options: UpstreamRequestOptions = {},
+  ): Promise<Result> {
+    const timeoutMs = options.timeoutMs ?? this.timeoutFor(method, params);
+    const client = await this.#liveClient(Date.now() + timeoutMs);
+    try {
+      return (await client.request({ method, params } as never, ANY_RESULT, {
+        signal: options.signal,
+        onprogress: options.onprogress,
+        timeout: timeoutMs,
+      })) as Result;
+    } catch (error) {
+      throw this.#translate(error, method, timeoutMs);
+    }
+  }
+
+  /** Forwards a notification upstream; a dead upstream drops it (notifications have no reply). */
+  async notify(notification: Notification): Promise<void> {
+    if (this.#down || !this.#client) return;
+    await this.#client.notification(notification).catch(() => {});
+  }
+
+  #translate(error: unknown, method: string, timeoutMs: number): unknown {
+    if (error instanceof SdkError) {
+      if (error.code === SdkErrorCode.RequestTimeout) {
+        return new EnvelopeError(
+          'timeout',
+          `upstream ${this.name} did not answer ${method} within ${timeoutMs} ms`,
+          {
+            upstream: this.name,
+            timeout_ms: timeoutMs,
+          },
+        );
+      }
+      if (error.code === SdkErrorCode.ConnectionClosed || error.code === SdkErrorCode.NotConnected) {
+        return this.#down ?? this.#failure(`upstream ${this.name} connection closed during ${method}`, error);
+      }
+    }
+    return error;
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    if (this.#restartTimer) clearTimeout(this.#restartTimer);
+    await this.#client?.close().catch(() => {});
+  }
+
+  /** Kills a stdio upstream's process as a crash would (for fault tests and operators). */
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    if (this.#transport instanceof ChildProcessTransport) this.#transport.kill(signal);
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
