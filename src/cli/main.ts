@@ -10,6 +10,7 @@ import {
 } from './commands/conformance.ts';
 import { registerDigest } from './commands/digest.ts';
 import { registerKeygen, registerLineage, registerSign, registerVerify } from './commands/integrity.ts';
+import { registerLedger } from './commands/ledger.ts';
 import { registerListMethods, registerValidateMethods } from './commands/methods.ts';
 import { registerValidateSchemas } from './commands/schemas.ts';
 import { registerSelfTest } from './commands/self-test.ts';
@@ -34,6 +35,7 @@ const REGISTRARS: readonly Registrar[] = [
   registerSign,
   registerVerify,
   registerLineage,
+  registerLedger,
 ];
 
 export const VERSION = '0.1.0';
