@@ -211,8 +211,7 @@ function resolveUpstream(
     const { command, args, env: childEnv, cwd } = upstream.stdio;
     transport = {
       kind: 'stdio',
-      // A bare name ("node", "python3") is looked up on PATH; a relative path is the config's.
-      command: command.includes('/') ? resolvePath(baseDir, command) : command,
+      command: resolveCommand(baseDir, command),
       args: args ?? [],
       env: childEnv ?? {},
       cwd: resolvePath(baseDir, cwd ?? '.'),
@@ -278,6 +277,16 @@ export function callTimeoutMs(upstream: UpstreamConfig, tool: string): number {
 export function restartDelayMs(upstream: UpstreamConfig, attempt: number): number {
   const { initialDelayMs, maxDelayMs, factor } = upstream.restart;
   return Math.min(maxDelayMs, Math.round(initialDelayMs * factor ** Math.max(0, attempt - 1)));
+}
+
+/**
+ * `node` means the Node running the gateway (so TypeScript upstreams get the same
+ * type stripping, whatever PATH holds); another bare name is looked up on PATH;
+ * a relative path is relative to the configuration's folder.
+ */
+function resolveCommand(baseDir: string, command: string): string {
+  if (command === 'node') return process.execPath;
+  return command.includes('/') ? resolvePath(baseDir, command) : command;
 }
 
 function defaultAllowedHosts(host: string): string[] {

@@ -105,6 +105,7 @@ describe('mcp-envelope ledger', () => {
       [['ledger', 'add', 'not-a-record.json', '--db', 'l.sqlite'], 'LEDGER_RECORD_INVALID'],
       [['ledger', 'list', '--db', 'l.sqlite', '--limit', 'many'], 'USAGE_ERROR'],
       [['ledger', 'list'], 'USAGE_ERROR'],
+      [['ledger'], 'USAGE_ERROR'],
     ];
     for (const [args, code] of cases) {
       const run = await cli(dir, ...args, '--json');

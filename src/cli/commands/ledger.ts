@@ -173,7 +173,10 @@ function registerAdd(ledger: Command, invocation: Invocation): void {
 export const registerLedger: Registrar = (program, invocation) => {
   const ledger = program
     .command('ledger')
-    .description('list, show, verify and add provenance records in a ledger database');
+    .description('list, show, verify and add provenance records in a ledger database')
+    .action(() => {
+      throw new EnvelopeError('USAGE_ERROR', 'ledger needs a command: list, show, verify or add');
+    });
   registerList(ledger, invocation);
   registerShow(ledger, invocation);
   registerVerify(ledger, invocation);

@@ -39,7 +39,7 @@ describe('loadGatewayConfig', () => {
     expect(config.upstreams).toEqual([
       {
         name: 'one',
-        transport: { kind: 'stdio', command: 'node', args: ['server.ts'], env: {}, cwd: dir },
+        transport: { kind: 'stdio', command: process.execPath, args: ['server.ts'], env: {}, cwd: dir },
         dialect: 'legacy',
         validation: { input: 'enforce', output: 'enforce' },
         provenance: { enabled: true, mode: 'minimal', captureArtifacts: false },
