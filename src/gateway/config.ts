@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseJson } from '../canonical/index.ts';
+import type { ResultDialectId } from '../envelope/dialect.ts';
 import { EnvelopeError, isEnvelopeError } from '../errors/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
 import schema from '../schemas/data/gateway.config.schema.json' with { type: 'json' };
@@ -15,15 +16,16 @@ import { defaultRegistry, type SchemaIssue } from '../schemas/index.ts';
 export const GATEWAY_CONFIG_SCHEMA_ID = 'mcp-envelope.gateway.config.v1';
 export const GATEWAY_CONFIG_SCHEMA = schema as Record<string, unknown> & { $id: string };
 
-export const DIALECTS = [
+/** A result dialect of the codec contract, or `passthrough` (relay results untouched). */
+export type UpstreamDialect = ResultDialectId | 'passthrough';
+export const UPSTREAM_DIALECTS = [
   'prov-v0.1',
   'scalpel-v1',
   'hosted-v2',
   'a11y-v0.1',
   'legacy',
   'passthrough',
-] as const;
-export type UpstreamDialect = (typeof DIALECTS)[number];
+] as const satisfies readonly UpstreamDialect[];
 export type ValidationMode = 'enforce' | 'warn' | 'off';
 
 export interface StdioUpstream {

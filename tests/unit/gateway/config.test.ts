@@ -6,9 +6,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { EnvelopeError } from '../../../src/errors/index.ts';
 import {
   callTimeoutMs,
+  GATEWAY_CONFIG_SCHEMA,
   loadGatewayConfig,
   resolveGatewayConfig,
   restartDelayMs,
+  UPSTREAM_DIALECTS,
 } from '../../../src/gateway/config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
@@ -207,5 +209,12 @@ describe('bad configuration', () => {
     const error = failure(() => resolveGatewayConfig(value, dir, { env: {} }));
     expect(error.code).toBe('CONFIG_INVALID');
     expect(JSON.stringify(error.toJSON())).not.toContain('"short"');
+  });
+});
+
+describe('the configuration schema', () => {
+  it('offers exactly the upstream dialects the code knows', () => {
+    const defs = GATEWAY_CONFIG_SCHEMA.$defs as { upstream: { properties: { dialect: { enum: string[] } } } };
+    expect(defs.upstream.properties.dialect.enum).toEqual([...UPSTREAM_DIALECTS]);
   });
 });
