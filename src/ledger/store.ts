@@ -44,6 +44,7 @@ export interface InsertMeta {
 }
 
 export interface InsertResult {
+  /** For a new row, record and envelope are the very values given (not copies). */
   entry: LedgerEntry;
   /** False when an identical record was already stored (inserts are idempotent). */
   inserted: boolean;
@@ -174,26 +175,41 @@ export class Ledger {
     }
     const provRecord = record as unknown as ProvRecord;
     const digest = computeRecordDigest(provRecord).value;
+    const createdAt = this.now().toISOString();
+    const tool = meta.tool ?? provRecord.tool.name;
+    const upstream = meta.upstream ?? null;
+    const recordText = canonicalize(provRecord);
+    const envelopeText = envelope === undefined ? null : canonicalize(envelope);
     return this.run(() => {
-      const result = this.db
+      const inserted = this.db
         .prepare(
           `INSERT INTO records (run_id, tool, upstream, record_digest, created_at, record, envelope)
            VALUES (?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (record_digest) DO NOTHING`,
+           ON CONFLICT (record_digest) DO NOTHING
+           RETURNING seq`,
         )
-        .run(
-          provRecord.run_id,
-          meta.tool ?? provRecord.tool.name,
-          meta.upstream ?? null,
-          digest,
-          this.now().toISOString(),
-          canonicalize(provRecord),
-          envelope === undefined ? null : canonicalize(envelope),
-        );
-      const row = this.db
-        .prepare('SELECT * FROM records WHERE record_digest = ?')
-        .get(digest) as unknown as Row;
-      return { entry: this.toEntry(row), inserted: Number(result.changes) === 1 };
+        .get(provRecord.run_id, tool, upstream, digest, createdAt, recordText, envelopeText) as
+        | { seq: number }
+        | undefined;
+      if (inserted === undefined) {
+        // Already stored: report the row as it was first stored.
+        const row = this.db
+          .prepare('SELECT * FROM records WHERE record_digest = ?')
+          .get(digest) as unknown as Row;
+        return { entry: this.toEntry(row), inserted: false };
+      }
+      // The stored text is the canonical form of these values, so the entry needs no re-read.
+      const entry: LedgerEntry = {
+        seq: Number(inserted.seq),
+        run_id: provRecord.run_id,
+        tool,
+        upstream,
+        record_digest: digest,
+        created_at: createdAt,
+        record: provRecord,
+        envelope: envelope ?? null,
+      };
+      return { entry, inserted: true };
     });
   }
 
