@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parseJson } from '../canonical/index.ts';
+import { parseJsonBytes } from '../canonical/index.ts';
 import type { ResultDialectId } from '../envelope/dialect.ts';
 import { EnvelopeError, isEnvelopeError } from '../errors/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
@@ -103,9 +103,9 @@ function configError(message: string, pointer: string, extra: Record<string, unk
 /** Reads, validates and defaults a gateway configuration file. */
 export function loadGatewayConfig(file: string, options: LoadOptions = {}): GatewayConfig {
   const path = resolve(file);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(path, 'utf8');
+    bytes = readFileSync(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') {
@@ -118,7 +118,8 @@ export function loadGatewayConfig(file: string, options: LoadOptions = {}): Gate
   }
   let value: unknown;
   try {
-    value = parseJson(text);
+    // Strict: invalid UTF-8, duplicate keys and lone surrogates are errors, not guesses.
+    value = parseJsonBytes(bytes);
   } catch (error) {
     const reason = isEnvelopeError(error) ? error.message : String(error);
     throw new EnvelopeError('CONFIG_INVALID', `${path}: ${reason}`, {

@@ -139,6 +139,19 @@ describe('bad configuration', () => {
     expect(error.details?.cause_code).toBe('JSON_MALFORMED');
   });
 
+  it('reports duplicate keys and invalid UTF-8 with CONFIG_INVALID', () => {
+    const duplicate = failure(() =>
+      loadGatewayConfig(write('dup.json', '{"upstreams": [], "upstreams": []}')),
+    );
+    expect(duplicate.code).toBe('CONFIG_INVALID');
+    expect(duplicate.details?.cause_code).toBe('JSON_DUPLICATE_KEY');
+    const file = join(dir, 'latin1.json');
+    writeFileSync(file, Buffer.from([0x7b, 0x22, 0xe9, 0x22, 0x3a, 0x31, 0x7d]));
+    const latin1 = failure(() => loadGatewayConfig(file));
+    expect(latin1.code).toBe('CONFIG_INVALID');
+    expect(latin1.details?.cause_code).toBe('INPUT_INVALID_UTF8');
+  });
+
   const cases: Array<[string, unknown, string, RegExp]> = [
     ['no upstreams', {}, '', /upstreams/],
     ['an unknown member', { ...minimal, extra: 1 }, '/extra', /not allowed/],
