@@ -109,6 +109,9 @@ def handle(message):
 
 
 def main():
+    # MCP stdio is UTF-8 whatever the locale says.
+    sys.stdin.reconfigure(encoding="utf-8")
+    sys.stdout.reconfigure(encoding="utf-8")
     for line in sys.stdin:
         line = line.strip()
         if not line:

@@ -10,6 +10,7 @@ import {
 } from './commands/conformance.ts';
 import { registerDigest } from './commands/digest.ts';
 import { registerKeygen, registerLineage, registerSign, registerVerify } from './commands/integrity.ts';
+import { registerLedger } from './commands/ledger.ts';
 import { registerListMethods, registerValidateMethods } from './commands/methods.ts';
 import { registerProxy } from './commands/proxy.ts';
 import { registerValidateSchemas } from './commands/schemas.ts';
@@ -36,6 +37,7 @@ const REGISTRARS: readonly Registrar[] = [
   registerVerify,
   registerLineage,
   registerProxy,
+  registerLedger,
 ];
 
 export const VERSION = '0.1.0';

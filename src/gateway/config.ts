@@ -6,7 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parseJson } from '../canonical/index.ts';
+import { parseJsonBytes } from '../canonical/index.ts';
+import type { ResultDialectId } from '../envelope/dialect.ts';
 import { EnvelopeError, isEnvelopeError } from '../errors/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
 import schema from '../schemas/data/gateway.config.schema.json' with { type: 'json' };
@@ -15,15 +16,16 @@ import { defaultRegistry, type SchemaIssue } from '../schemas/index.ts';
 export const GATEWAY_CONFIG_SCHEMA_ID = 'mcp-envelope.gateway.config.v1';
 export const GATEWAY_CONFIG_SCHEMA = schema as Record<string, unknown> & { $id: string };
 
-export const DIALECTS = [
+/** A result dialect of the codec contract, or `passthrough` (relay results untouched). */
+export type UpstreamDialect = ResultDialectId | 'passthrough';
+export const UPSTREAM_DIALECTS = [
   'prov-v0.1',
   'scalpel-v1',
   'hosted-v2',
   'a11y-v0.1',
   'legacy',
   'passthrough',
-] as const;
-export type UpstreamDialect = (typeof DIALECTS)[number];
+] as const satisfies readonly UpstreamDialect[];
 export type ValidationMode = 'enforce' | 'warn' | 'off';
 
 export interface StdioUpstream {
@@ -101,9 +103,9 @@ function configError(message: string, pointer: string, extra: Record<string, unk
 /** Reads, validates and defaults a gateway configuration file. */
 export function loadGatewayConfig(file: string, options: LoadOptions = {}): GatewayConfig {
   const path = resolve(file);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(path, 'utf8');
+    bytes = readFileSync(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') {
@@ -116,7 +118,8 @@ export function loadGatewayConfig(file: string, options: LoadOptions = {}): Gate
   }
   let value: unknown;
   try {
-    value = parseJson(text);
+    // Strict: invalid UTF-8, duplicate keys and lone surrogates are errors, not guesses.
+    value = parseJsonBytes(bytes);
   } catch (error) {
     const reason = isEnvelopeError(error) ? error.message : String(error);
     throw new EnvelopeError('CONFIG_INVALID', `${path}: ${reason}`, {
@@ -211,8 +214,7 @@ function resolveUpstream(
     const { command, args, env: childEnv, cwd } = upstream.stdio;
     transport = {
       kind: 'stdio',
-      // A bare name ("node", "python3") is looked up on PATH; a relative path is the config's.
-      command: command.includes('/') ? resolvePath(baseDir, command) : command,
+      command: resolveCommand(baseDir, command),
       args: args ?? [],
       env: childEnv ?? {},
       cwd: resolvePath(baseDir, cwd ?? '.'),
@@ -278,6 +280,16 @@ export function callTimeoutMs(upstream: UpstreamConfig, tool: string): number {
 export function restartDelayMs(upstream: UpstreamConfig, attempt: number): number {
   const { initialDelayMs, maxDelayMs, factor } = upstream.restart;
   return Math.min(maxDelayMs, Math.round(initialDelayMs * factor ** Math.max(0, attempt - 1)));
+}
+
+/**
+ * `node` means the Node running the gateway (so TypeScript upstreams get the same
+ * type stripping, whatever PATH holds); another bare name is looked up on PATH;
+ * a relative path is relative to the configuration's folder.
+ */
+function resolveCommand(baseDir: string, command: string): string {
+  if (command === 'node') return process.execPath;
+  return command.includes('/') ? resolvePath(baseDir, command) : command;
 }
 
 function defaultAllowedHosts(host: string): string[] {

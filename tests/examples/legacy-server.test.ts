@@ -78,6 +78,17 @@ describe('examples/legacy-server.ts with the SDK client', () => {
     expect((await call('slow', { ms: 60_000 })).isError).toBe(true);
   });
 
+  it('stops a slow call when the caller cancels it, and keeps serving', async () => {
+    const controller = new AbortController();
+    const pending = server.client.callTool(
+      { name: 'slow', arguments: { ms: 10_000 } },
+      { signal: controller.signal },
+    );
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    expect(firstText(await call('echo', { text: 'still here' }))).toBe('still here');
+  });
+
   it('returns structuredContent matching its outputSchema', async () => {
     const result = await call('stats', { values: [1, 2, 3, 4] });
     expect(result.structuredContent).toEqual({ count: 4, sum: 10, mean: 2.5 });

@@ -1,5 +1,6 @@
+import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Connected, connectExample, firstText } from './spawn.ts';
+import { type Connected, connectExample, EXAMPLES, firstText } from './spawn.ts';
 
 describe('examples/python-legacy-server.py with the SDK client', () => {
   let server: Connected;
@@ -37,5 +38,47 @@ describe('examples/python-legacy-server.py with the SDK client', () => {
 
   it('rejects an unknown tool with a JSON-RPC error', async () => {
     await expect(server.client.callTool({ name: 'nope', arguments: {} })).rejects.toThrow(/Unknown tool/);
+  });
+});
+
+describe('examples/python-legacy-server.py on the wire', () => {
+  it('answers requests in order, never answers notifications, and reports malformed lines', async () => {
+    const child = spawn('python3', [`${EXAMPLES}python-legacy-server.py`], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    try {
+      const lines = [
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '1999-01-01', capabilities: {} },
+        },
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 9 } },
+        '{"jsonrpc": "2.0", "id": 2, "method": "ping"',
+        { jsonrpc: '2.0', id: 3, method: 'resources/list' },
+        { jsonrpc: '2.0', id: 4, method: 'ping' },
+      ];
+      for (const line of lines)
+        child.stdin.write(`${typeof line === 'string' ? line : JSON.stringify(line)}\n`);
+      child.stdin.end();
+      let out = '';
+      for await (const chunk of child.stdout) out += String(chunk);
+      const responses = out
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      expect(responses.map((response) => [response.id, response.error?.code ?? 'ok'])).toEqual([
+        [1, 'ok'],
+        [null, -32700],
+        [3, -32601],
+        [4, 'ok'],
+      ]);
+      // An unsupported version is answered with the newest one the server speaks.
+      expect(responses[0].result.protocolVersion).toBe('2025-11-25');
+    } finally {
+      child.kill();
+    }
   });
 });

@@ -6,9 +6,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { EnvelopeError } from '../../../src/errors/index.ts';
 import {
   callTimeoutMs,
+  GATEWAY_CONFIG_SCHEMA,
   loadGatewayConfig,
   resolveGatewayConfig,
   restartDelayMs,
+  UPSTREAM_DIALECTS,
 } from '../../../src/gateway/config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
@@ -39,7 +41,7 @@ describe('loadGatewayConfig', () => {
     expect(config.upstreams).toEqual([
       {
         name: 'one',
-        transport: { kind: 'stdio', command: 'node', args: ['server.ts'], env: {}, cwd: dir },
+        transport: { kind: 'stdio', command: process.execPath, args: ['server.ts'], env: {}, cwd: dir },
         dialect: 'legacy',
         validation: { input: 'enforce', output: 'enforce' },
         provenance: { enabled: true, mode: 'minimal', captureArtifacts: false },
@@ -137,6 +139,19 @@ describe('bad configuration', () => {
     expect(error.details?.cause_code).toBe('JSON_MALFORMED');
   });
 
+  it('reports duplicate keys and invalid UTF-8 with CONFIG_INVALID', () => {
+    const duplicate = failure(() =>
+      loadGatewayConfig(write('dup.json', '{"upstreams": [], "upstreams": []}')),
+    );
+    expect(duplicate.code).toBe('CONFIG_INVALID');
+    expect(duplicate.details?.cause_code).toBe('JSON_DUPLICATE_KEY');
+    const file = join(dir, 'latin1.json');
+    writeFileSync(file, Buffer.from([0x7b, 0x22, 0xe9, 0x22, 0x3a, 0x31, 0x7d]));
+    const latin1 = failure(() => loadGatewayConfig(file));
+    expect(latin1.code).toBe('CONFIG_INVALID');
+    expect(latin1.details?.cause_code).toBe('INPUT_INVALID_UTF8');
+  });
+
   const cases: Array<[string, unknown, string, RegExp]> = [
     ['no upstreams', {}, '', /upstreams/],
     ['an unknown member', { ...minimal, extra: 1 }, '/extra', /not allowed/],
@@ -207,5 +222,12 @@ describe('bad configuration', () => {
     const error = failure(() => resolveGatewayConfig(value, dir, { env: {} }));
     expect(error.code).toBe('CONFIG_INVALID');
     expect(JSON.stringify(error.toJSON())).not.toContain('"short"');
+  });
+});
+
+describe('the configuration schema', () => {
+  it('offers exactly the upstream dialects the code knows', () => {
+    const defs = GATEWAY_CONFIG_SCHEMA.$defs as { upstream: { properties: { dialect: { enum: string[] } } } };
+    expect(defs.upstream.properties.dialect.enum).toEqual([...UPSTREAM_DIALECTS]);
   });
 });
