@@ -9,7 +9,7 @@ import {
 } from '../../errors/index.ts';
 import { BUNDLED_SCHEMAS, defaultRegistry } from '../../schemas/index.ts';
 import type { Detection, DialectId, Loss } from '../dialect.ts';
-import type { NormalizedError } from '../model.ts';
+import type { NormalizedError, NormalizedResult } from '../model.ts';
 
 /** Helpers every codec shares: schema lookup and detection, error spellings, losses. */
 
@@ -70,7 +70,10 @@ export function decodeErrorCode(
   spelling: string,
   dialect: SpellingDialect,
 ): Pick<NormalizedError, 'code' | 'native'> {
-  const code = canonicalCode(spelling, dialect);
+  // The dialect's own spelling first; then any other dialect's, so that a known
+  // code spelled the way another dialect spells it is still recognised.
+  const own = canonicalCode(spelling, dialect);
+  const code = own !== spelling ? own : canonicalCode(spelling);
   return dialectSpelling(code, dialect) === spelling
     ? { code }
     : { code, native: { dialect, code: spelling } };
@@ -99,6 +102,26 @@ export class LossReport {
   ifPresent(value: unknown, path: string, reason: string): void {
     if (value !== undefined) this.add(path, reason);
   }
+}
+
+/**
+ * errors[] (prov-spec) has room for more than the one error most dialects
+ * carry: any entry beyond what `error` says is a loss.
+ */
+export function reportErrorsBeyondFirst(model: NormalizedResult, losses: LossReport): void {
+  const errors = model.errors;
+  if (errors === undefined) return;
+  if (model.ok || errors.length === 0) {
+    losses.add('/errors', 'this dialect has no errors[]');
+    return;
+  }
+  const [first, ...rest] = errors;
+  if (first?.evidence !== undefined) losses.add('/errors/0/evidence', 'this dialect has no evidence anchors');
+  if (first?.retryable !== undefined && model.error && first.retryable === defaultRetriable(model.error.code))
+    losses.add('/errors/0/retryable', 'an explicit default retryable flag is not carried');
+  rest.forEach((_entry, index) => {
+    losses.add(`/errors/${index + 1}`, 'this dialect carries one error');
+  });
 }
 
 export { isJsonObject };
