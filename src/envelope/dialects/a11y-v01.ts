@@ -7,7 +7,7 @@ import {
   bundledSchema,
   decodeErrorCode,
   defaultRetriable,
-  detectBySchema,
+  detectByBranch,
   encodeErrorCode,
   fromText,
   isJsonObject,
@@ -60,7 +60,8 @@ function claims(value: unknown): boolean {
 
 function detect(value: unknown) {
   const candidate = fromText(value);
-  return detectBySchema('a11y-v0.1', SCHEMA_IDS.a11yEnvelope, candidate, claims(candidate));
+  const ok = isJsonObject(candidate) && isJsonObject(candidate.mcp) ? candidate.mcp.ok : undefined;
+  return detectByBranch('a11y-v0.1', SCHEMA_IDS.a11yEnvelope, candidate, claims(candidate), ok);
 }
 
 function decode(value: unknown): NormalizedResult {
@@ -155,7 +156,7 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
     'rate_limit',
     'schema_hints',
   ] as const) {
-    losses.ifPresent(meta[key], `/meta/${key}`, `the suite's envelopes have no ${key.replace('_', ' ')}`);
+    losses.ifPresent(meta[key], `/meta/${key}`, `the suite's envelopes have no ${key}`);
   }
   return { value: envelope, losses: losses.losses };
 }

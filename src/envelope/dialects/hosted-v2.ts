@@ -5,7 +5,7 @@ import {
   assertDetected,
   bundledSchema,
   decodeErrorCode,
-  detectBySchema,
+  detectByBranch,
   encodeErrorCode,
   fromText,
   isJsonObject,
@@ -49,13 +49,8 @@ function claims(value: unknown): boolean {
 
 function detect(value: unknown) {
   const candidate = fromText(value);
-  const detection = detectBySchema('hosted-v2', SCHEMA_IDS.hostedEnvelope, candidate, claims(candidate));
-  if (!detection.match && isJsonObject(candidate) && candidate.schema_version !== HOSTED_SCHEMA_VERSION) {
-    detection.reasons.unshift(
-      `/schema_version is ${JSON.stringify(candidate.schema_version)}, this codec reads ${HOSTED_SCHEMA_VERSION}`,
-    );
-  }
-  return detection;
+  const ok = isJsonObject(candidate) ? candidate.ok : undefined;
+  return detectByBranch('hosted-v2', SCHEMA_IDS.hostedEnvelope, candidate, claims(candidate), ok);
 }
 
 function isHint(value: unknown): value is UpgradeHint {
@@ -151,7 +146,7 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
     'schema_hints',
     'client',
   ] as const) {
-    losses.ifPresent(meta[key], `/meta/${key}`, `hosted v2 envelopes have no ${key.replace('_', ' ')}`);
+    losses.ifPresent(meta[key], `/meta/${key}`, `hosted v2 envelopes have no ${key}`);
   }
   return { value: envelope, losses: losses.losses };
 }

@@ -55,6 +55,23 @@ export function detectBySchema(
   return { dialect, match: false, near: claims, reasons: [...new Set(reasons)] };
 }
 
+/**
+ * Detection against a schema whose top level is a oneOf of `$defs/success` and
+ * `$defs/failure` told apart by `ok`: when `ok` is a boolean, the reasons come
+ * from the branch it selects, not from both.
+ */
+export function detectByBranch(
+  dialect: DialectId,
+  schemaId: string,
+  value: unknown,
+  claims: boolean,
+  ok: unknown,
+): Detection {
+  const detection = detectBySchema(dialect, schemaId, value, claims);
+  if (detection.match || typeof ok !== 'boolean') return detection;
+  return detectBySchema(dialect, `${schemaId}#/$defs/${ok ? 'success' : 'failure'}`, value, claims);
+}
+
 /** Throws ENVELOPE_INVALID naming the reasons unless the detection matched. */
 export function assertDetected(detection: Detection): void {
   if (detection.match) return;
