@@ -8,6 +8,7 @@ import {
   registerListVectors,
   registerValidateManifest,
 } from './commands/conformance.ts';
+import { registerConvert, registerDetect, registerNormalize } from './commands/dialects.ts';
 import { registerDigest } from './commands/digest.ts';
 import { registerKeygen, registerLineage, registerSign, registerVerify } from './commands/integrity.ts';
 import { registerLedger } from './commands/ledger.ts';
@@ -24,6 +25,9 @@ const REGISTRARS: readonly Registrar[] = [
   registerDigest,
   registerWrap,
   registerValidate,
+  registerDetect,
+  registerNormalize,
+  registerConvert,
   registerListMethods,
   registerValidateMethods,
   registerValidateManifest,

@@ -1,15 +1,19 @@
 import { EnvelopeError } from '../../errors/index.ts';
 import { DIALECT_IDS, type DialectCodec, type DialectId } from '../dialect.ts';
+import { a11yV01Codec } from './a11y-v01.ts';
+import { hostedV2Codec } from './hosted-v2.ts';
+import { jsonrpcRequestCodec } from './jsonrpc-request.ts';
 import { legacyCodec, registerEnvelopeClaims } from './legacy.ts';
 import { provV01Codec } from './prov-v01.ts';
+import { scalpelV1Codec } from './scalpel-v1.ts';
 
 /** Every dialect codec, keyed by dialect id. `legacy` is the one that claims what no other does. */
 export const CODECS: Readonly<Record<DialectId, DialectCodec>> = Object.freeze({
   'prov-v0.1': provV01Codec,
-  'scalpel-v1': pending('scalpel-v1'),
-  'hosted-v2': pending('hosted-v2'),
-  'a11y-v0.1': pending('a11y-v0.1'),
-  'jsonrpc-request': pending('jsonrpc-request'),
+  'scalpel-v1': scalpelV1Codec,
+  'hosted-v2': hostedV2Codec,
+  'a11y-v0.1': a11yV01Codec,
+  'jsonrpc-request': jsonrpcRequestCodec,
   legacy: legacyCodec,
 });
 
@@ -36,20 +40,4 @@ export function codecFor(id: DialectId): DialectCodec {
     );
   }
   return codec;
-}
-
-function pending(id: DialectId): DialectCodec {
-  const fail = (): never => {
-    throw new EnvelopeError('NOT_IMPLEMENTED', `The ${id} codec is not available yet`);
-  };
-  return {
-    id,
-    schemaId: id,
-    schema: {},
-    claims: () => false,
-    payloadOf: () => undefined,
-    detect: (): never => fail(),
-    decode: (): never => fail(),
-    encode: (): never => fail(),
-  };
 }

@@ -9,7 +9,7 @@ import {
 } from '../../errors/index.ts';
 import { BUNDLED_SCHEMAS, defaultRegistry } from '../../schemas/index.ts';
 import type { Detection, DialectId, Loss } from '../dialect.ts';
-import type { NormalizedError } from '../model.ts';
+import type { NormalizedError, NormalizedResult } from '../model.ts';
 
 /** Helpers every codec shares: schema lookup and detection, error spellings, losses. */
 
@@ -55,6 +55,23 @@ export function detectBySchema(
   return { dialect, match: false, near: claims, reasons: [...new Set(reasons)] };
 }
 
+/**
+ * Detection against a schema whose top level is a oneOf of `$defs/success` and
+ * `$defs/failure` told apart by `ok`: when `ok` is a boolean, the reasons come
+ * from the branch it selects, not from both.
+ */
+export function detectByBranch(
+  dialect: DialectId,
+  schemaId: string,
+  value: unknown,
+  claims: boolean,
+  ok: unknown,
+): Detection {
+  const detection = detectBySchema(dialect, schemaId, value, claims);
+  if (detection.match || typeof ok !== 'boolean') return detection;
+  return detectBySchema(dialect, `${schemaId}#/$defs/${ok ? 'success' : 'failure'}`, value, claims);
+}
+
 /** Throws ENVELOPE_INVALID naming the reasons unless the detection matched. */
 export function assertDetected(detection: Detection): void {
   if (detection.match) return;
@@ -70,7 +87,10 @@ export function decodeErrorCode(
   spelling: string,
   dialect: SpellingDialect,
 ): Pick<NormalizedError, 'code' | 'native'> {
-  const code = canonicalCode(spelling, dialect);
+  // The dialect's own spelling first; then any other dialect's, so that a known
+  // code spelled the way another dialect spells it is still recognised.
+  const own = canonicalCode(spelling, dialect);
+  const code = own !== spelling ? own : canonicalCode(spelling);
   return dialectSpelling(code, dialect) === spelling
     ? { code }
     : { code, native: { dialect, code: spelling } };
@@ -99,6 +119,26 @@ export class LossReport {
   ifPresent(value: unknown, path: string, reason: string): void {
     if (value !== undefined) this.add(path, reason);
   }
+}
+
+/**
+ * errors[] (prov-spec) has room for more than the one error most dialects
+ * carry: any entry beyond what `error` says is a loss.
+ */
+export function reportErrorsBeyondFirst(model: NormalizedResult, losses: LossReport): void {
+  const errors = model.errors;
+  if (errors === undefined) return;
+  if (model.ok || errors.length === 0) {
+    losses.add('/errors', 'this dialect has no errors[]');
+    return;
+  }
+  const [first, ...rest] = errors;
+  if (first?.evidence !== undefined) losses.add('/errors/0/evidence', 'this dialect has no evidence anchors');
+  if (first?.retryable !== undefined && model.error && first.retryable === defaultRetriable(model.error.code))
+    losses.add('/errors/0/retryable', 'an explicit default retryable flag is not carried');
+  rest.forEach((_entry, index) => {
+    losses.add(`/errors/${index + 1}`, 'this dialect carries one error');
+  });
 }
 
 export { isJsonObject };
