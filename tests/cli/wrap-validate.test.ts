@@ -146,7 +146,7 @@ describe('wrap', () => {
 });
 
 describe('validate', () => {
-  const samples: Record<string, unknown> = {
+  const samples: Record<string, object> = {
     envelope: ENVELOPE,
     record: {
       schema_version: 'prov.record.v0.1',
@@ -168,7 +168,7 @@ describe('validate', () => {
       const ok = await runCli(['--json', 'validate', '--as', kind, good]);
       expect(ok.code).toBe(0);
       expect(JSON.parse(ok.stdout)).toMatchObject({ valid: true });
-      const broken = await dir.file(`${kind}-bad.json`, { ...(value as object), unexpected_member: 1 });
+      const broken = await dir.file(`${kind}-bad.json`, { ...value, unexpected_member: 1 });
       const bad = await runCli(['--json', 'validate', '--as', kind, broken]);
       expect(bad.code).toBe(1);
       const report = JSON.parse(bad.stdout);
