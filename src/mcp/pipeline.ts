@@ -27,11 +27,11 @@ import { defaultRegistry, type SchemaIssue, type SchemaRegistry } from '../schem
 import { assertDialectAvailable, detectForeign, fromEnvelopeV01, outputSchemaFor } from './dialects.ts';
 import {
   contentText,
-  envelopeToToolResult,
   PROVENANCE_META_KEY,
   type ToolResultLike,
   type ToolResultPayload,
   toolResultPayload,
+  valueToToolResult,
 } from './tool-result.ts';
 
 /**
@@ -154,8 +154,8 @@ export class PipelineRpcError extends EnvelopeError {
 
 export interface Pipeline {
   readonly dialect: ResultDialectId;
-  /** The envelope schema to advertise as every tool's outputSchema. */
-  readonly outputSchema: Record<string, unknown>;
+  /** The envelope schema to advertise as every tool's outputSchema (none for `legacy`). */
+  readonly outputSchema: Record<string, unknown> | undefined;
   callTool(call: ToolCall): Promise<CallToolResult>;
 }
 
@@ -330,7 +330,12 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       };
     }
     if (foreign && !foreign.match) {
-      warnings.push(entry('ENVELOPE_INVALID', foreign.message, { dialect: foreign.dialect }));
+      // A near miss is never legacy: wrapping it would nest one envelope in another.
+      const error = entry('INVALID_OUTPUT', `Invalid tool output: ${foreign.message}`, {
+        dialect: foreign.dialect,
+        jsonrpc_code: toJsonRpcError('INVALID_OUTPUT').code,
+      });
+      return rejected('invalid_output', error, requestId, warnings);
     }
 
     if (isError) {
@@ -408,7 +413,8 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       attached,
       controls,
     });
-    if (dialect === 'prov-v0.1' && !built.foreign) return built0;
+    const v01Around = !built.foreign && (dialect === 'prov-v0.1' || built.action === 'passed-through');
+    if (v01Around) return built0;
     // No mcp.envelope.v0.1 surrounds this record, so the adapter methods defined on one are not claimed.
     const methods = built0.methods.filter((method) => !V01_ENVELOPE_METHODS.has(method));
     const { integrity, ...rest } = built0;
@@ -455,18 +461,18 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         placement: inEnvelope ? 'envelope' : 'meta',
       });
     }
-    let value: Record<string, unknown>;
+    let value: unknown;
     let text = built.text;
     let losses = 0;
     if (built.foreign || built.action === 'passed-through' || !envelope) {
-      value = built.foreign ?? (envelope as unknown as Record<string, unknown>);
+      value = built.foreign ?? envelope;
     } else {
       const converted = fromEnvelopeV01(envelope, dialect, { tool: call.tool.name, requestId });
       value = converted.value;
       losses = converted.losses.length;
       text = undefined;
     }
-    const result = envelopeToToolResult(value, {
+    const result = valueToToolResult(value, {
       isError: built.isError,
       ...(text === undefined ? {} : { text }),
       meta: resultMeta,

@@ -128,12 +128,13 @@ export function withEnvelope(server: McpServer, options: WithEnvelopeOptions = {
       .map(([name, tool]) => {
         const own = tool.outputSchema ? tool.outputSchemaJson : undefined;
         const meta = own ? { ...tool._meta, [RESULT_SCHEMA_META_KEY]: own } : tool._meta;
+        const outputSchema = pipeline.outputSchema ?? own;
         return {
           name,
           title: tool.title,
           description: tool.description,
           inputSchema: internals.toolInputSchemaJson(name) ?? EMPTY_OBJECT_SCHEMA,
-          outputSchema: pipeline.outputSchema,
+          ...(outputSchema === undefined ? {} : { outputSchema }),
           annotations: tool.annotations,
           icons: tool.icons,
           execution: tool.execution,
@@ -161,7 +162,7 @@ export function withEnvelope(server: McpServer, options: WithEnvelopeOptions = {
         signal: ctx.mcpReq.signal,
         invoke: async (args) => asResult(await tool.executor(await parseArguments(tool, args), ctx)),
       });
-      return low.projectCallToolResult(result, pipeline.outputSchema);
+      return low.projectCallToolResult(result, pipeline.outputSchema ?? outputSchema);
     } catch (error) {
       if (error instanceof PipelineRpcError) {
         throw new ProtocolError(error.rpcError.code, error.rpcError.message, error.rpcError.data);
