@@ -13,6 +13,7 @@ export {
   type RecordContext,
   type ToolArguments,
   type ToolCall,
+  ToolTimeoutError,
   type ValidationMode,
 } from './pipeline.ts';
 export {

@@ -65,6 +65,11 @@ export interface ToolCall {
   /** Runs the tool. A rejection is a failed execution (exception, crash, timeout). */
   invoke: (args: ToolArguments, signal?: AbortSignal) => Promise<ToolResultLike>;
   signal?: AbortSignal;
+  /**
+   * Results that are not the call's answer yet (an SDK input-required result,
+   * say) and go back unchanged: no envelope, no validation, no record.
+   */
+  isInterim?: (result: ToolResultLike) => boolean;
 }
 
 /** What happened to one call, for logs. */
@@ -135,10 +140,23 @@ export interface PipelineOptions {
   tier?: string;
   gate?: FeatureGate;
   registry?: SchemaRegistry;
+  /** A tool that has not answered after this long has failed (ADAPTER.EXECUTION.FAILED); its signal is aborted. */
+  timeoutMs?: number;
   /** Receives every provenance record built (the gateway's ledger). */
   onRecord?: (record: ProvRecord, context: RecordContext) => void | Promise<void>;
   /** Receives one summary per call (the gateway's JSONL log). */
   onCall?: (summary: CallSummary) => void;
+}
+
+/** The rejection of a tool call that ran out of time. */
+export class ToolTimeoutError extends Error {
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super(`the tool did not answer within ${timeoutMs} ms`);
+    this.name = 'TimeoutError';
+    this.timeoutMs = timeoutMs;
+  }
 }
 
 /** A call the pipeline answers with a JSON-RPC error instead of a result. */
@@ -364,7 +382,28 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     );
   }
 
-  async function run(call: ToolCall, requestId: string): Promise<Built> {
+  async function invokeWithTimeout(call: ToolCall): Promise<ToolResultLike> {
+    const timeoutMs = options.timeoutMs;
+    if (timeoutMs === undefined) return call.invoke(call.arguments, call.signal);
+    const controller = new AbortController();
+    const signal = call.signal ? AbortSignal.any([call.signal, controller.signal]) : controller.signal;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new ToolTimeoutError(timeoutMs);
+        // Settle first, so that a tool answering its abort cannot win the race.
+        reject(error);
+        controller.abort(error);
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([call.invoke(call.arguments, signal), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function run(call: ToolCall, requestId: string): Promise<Built | { interim: ToolResultLike }> {
     const warnings: IssueEntry[] = [];
     const { tool } = call;
     if (options.gate) {
@@ -383,10 +422,11 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     }
     let raw: ToolResultLike;
     try {
-      raw = await call.invoke(call.arguments, call.signal);
+      raw = await invokeWithTimeout(call);
     } catch (error) {
       return fromRejection(error, requestId, warnings);
     }
+    if (call.isInterim?.(raw)) return { interim: raw };
     return fromResult(tool, raw, requestId, warnings);
   }
 
@@ -426,17 +466,21 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     const started = performance.now();
     const requestId = ids.runId({ tool: call.tool.name, arguments: call.arguments ?? {} });
     let controls: CallControls;
-    let built: Built;
     try {
       controls = readCallControls(call.meta);
     } catch (error) {
       if (!(error instanceof EnvelopeError)) throw error;
-      controls = readCallControls(undefined);
-      built = fromRejection(error, requestId, []);
-      return finish(call, built, controls, requestId, started);
+      return finish(
+        call,
+        fromRejection(error, requestId, []),
+        readCallControls(undefined),
+        requestId,
+        started,
+      );
     }
-    built = await run(call, requestId);
-    return finish(call, built, controls, requestId, started);
+    const ran = await run(call, requestId);
+    if ('interim' in ran) return ran.interim as CallToolResult;
+    return finish(call, ran, controls, requestId, started);
   }
 
   async function finish(

@@ -99,6 +99,11 @@ async function parseArguments(tool: RegisteredToolInternals, args: unknown): Pro
   return parsed.value;
 }
 
+/** The SDK's multi-round-trip "input required" answer: not a final result, so never an envelope. */
+function isInputRequiredResult(value: unknown): boolean {
+  return isJsonObject(value) && value.resultType === 'input_required';
+}
+
 function asResult(value: unknown): CallToolResult {
   if (!isJsonObject(value)) {
     throw new EnvelopeError('INVALID_OUTPUT', 'Tool handler did not return a CallToolResult object');
@@ -161,7 +166,9 @@ export function withEnvelope(server: McpServer, options: WithEnvelopeOptions = {
         meta: request.params._meta,
         signal: ctx.mcpReq.signal,
         invoke: async (args) => asResult(await tool.executor(await parseArguments(tool, args), ctx)),
+        isInterim: isInputRequiredResult,
       });
+      if (isInputRequiredResult(result)) return result;
       return low.projectCallToolResult(result, pipeline.outputSchema ?? outputSchema);
     } catch (error) {
       if (error instanceof PipelineRpcError) {
