@@ -79,7 +79,8 @@ export type CallOutcome =
   | 'execution_failed'
   | 'invalid_input'
   | 'invalid_output'
-  | 'denied';
+  | 'denied'
+  | 'internal_error';
 
 export interface CallSummary {
   tool: string;
@@ -147,6 +148,9 @@ export interface PipelineOptions {
   /** Receives one summary per call (the gateway's JSONL log). */
   onCall?: (summary: CallSummary) => void;
 }
+
+/** A tool's own schema could not be compiled. */
+class ToolSchemaError extends Error {}
 
 /** The rejection of a tool call that ran out of time. */
 export class ToolTimeoutError extends Error {
@@ -251,6 +255,16 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
   const registry = options.registry ?? defaultRegistry();
   const outputSchema = outputSchemaFor(dialect);
 
+  /** A tool schema that does not compile is the server's defect, answered as INTERNAL_ERROR. */
+  function validatorFor(schema: Record<string, unknown>) {
+    try {
+      return registry.validatorForSchema(schema);
+    } catch (error) {
+      if (error instanceof EnvelopeError) throw new ToolSchemaError(error.message);
+      throw error;
+    }
+  }
+
   function wrapOptions(requestId: string, warnings: IssueEntry[]): WrapOptions {
     return { meta: { adapter, request_id: requestId }, warnings };
   }
@@ -293,7 +307,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         },
       );
     }
-    const checked = registry.validatorForSchema(tool.outputSchema)(payload.value);
+    const checked = validatorFor(tool.outputSchema)(payload.value);
     if (checked.valid) return undefined;
     const { pointer, text } = issueSummary(checked.issues);
     return entry('INVALID_OUTPUT', `Invalid tool output: ${text}`, {
@@ -413,7 +427,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       }
     }
     if (inputMode !== 'off' && tool.inputSchema) {
-      const checked = registry.validatorForSchema(tool.inputSchema)(call.arguments ?? {});
+      const checked = validatorFor(tool.inputSchema)(call.arguments ?? {});
       if (!checked.valid) {
         const { pointer, text } = issueSummary(checked.issues);
         if (inputMode === 'enforce') return invalidInput(text, pointer, requestId, warnings);
@@ -478,7 +492,18 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         started,
       );
     }
-    const ran = await run(call, requestId);
+    let ran: Awaited<ReturnType<typeof run>>;
+    try {
+      ran = await run(call, requestId);
+    } catch (error) {
+      if (!(error instanceof ToolSchemaError)) throw error;
+      const entryFor = entry(
+        'INTERNAL_ERROR',
+        `Tool ${call.tool.name} has a schema that does not compile: ${error.message}`,
+        undefined,
+      );
+      ran = rejected('internal_error', entryFor, requestId, []);
+    }
     if ('interim' in ran) return ran.interim as CallToolResult;
     return finish(call, ran, controls, requestId, started);
   }

@@ -245,3 +245,18 @@ describe('createPipeline timeouts and interim results', () => {
     expect(result).toBe(interim);
   });
 });
+
+describe('createPipeline with a broken tool schema', () => {
+  it('answers INTERNAL_ERROR instead of crashing', async () => {
+    const summaries: CallSummary[] = [];
+    const pipeline = createPipeline({ onCall: (summary) => summaries.push(summary) });
+    const result = await pipeline.callTool({
+      tool: { name: 'broken', inputSchema: { type: 'no-such-type' } },
+      arguments: {},
+      invoke: text('never'),
+    });
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ errors: [{ code: 'INTERNAL_ERROR' }] });
+    expect(summaries[0]).toMatchObject({ outcome: 'internal_error', error_code: 'INTERNAL_ERROR' });
+  });
+});
