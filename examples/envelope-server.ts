@@ -77,13 +77,27 @@ export function createExampleServer(options: { dialect?: ResultDialectId; seed?:
     'flaky',
     {
       description: 'Rate-limited until the given number of failures has happened',
-      inputSchema: z.object({ key: z.string(), failures: z.number().int().min(0).max(10) }),
+      inputSchema: z.object({
+        key: z.string(),
+        failures: z.number().int().min(0).max(10),
+        resetAt: z.iso.datetime().optional(),
+      }),
     },
-    async ({ key, failures }) => {
+    async ({ key, failures, resetAt }) => {
       const attempt = (attempts.get(key) ?? 0) + 1;
       attempts.set(key, attempt);
       if (attempt <= failures) {
-        const error = { code: 'RATE_LIMITED', message: `attempt ${attempt} of ${failures + 1}: slow down` };
+        const message = `attempt ${attempt} of ${failures + 1}: slow down`;
+        if (resetAt) {
+          // A tool that writes its own envelope: it passes through unchanged.
+          const envelope = {
+            schema_version: 'mcp.envelope.v0.1',
+            result: null,
+            errors: [{ code: 'RATE_LIMITED', message, details: { reset_at: resetAt } }],
+          };
+          return { content: [{ type: 'text', text: JSON.stringify(envelope) }], isError: true };
+        }
+        const error = { code: 'RATE_LIMITED', message };
         return {
           content: [{ type: 'text', text: JSON.stringify({ error }) }],
           structuredContent: { error },

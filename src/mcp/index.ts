@@ -1,4 +1,4 @@
-export { outputSchemaFor } from './dialects.ts';
+export { detectEnvelope, type EnvelopeDetection, outputSchemaFor } from './dialects.ts';
 export { selfContainedSchema } from './output-schema.ts';
 export {
   type CallOutcome,
@@ -13,8 +13,16 @@ export {
   type RecordContext,
   type ToolArguments,
   type ToolCall,
+  ToolTimeoutError,
   type ValidationMode,
 } from './pipeline.ts';
+export {
+  callToolWithRetry,
+  type RetryOptions,
+  type RetryRead,
+  readToolResult,
+  type ToolResultRead,
+} from './read-tool-result.ts';
 export {
   contentText,
   type EnvelopeToToolResultOptions,

@@ -27,11 +27,11 @@ import { defaultRegistry, type SchemaIssue, type SchemaRegistry } from '../schem
 import { assertDialectAvailable, detectForeign, fromEnvelopeV01, outputSchemaFor } from './dialects.ts';
 import {
   contentText,
-  envelopeToToolResult,
   PROVENANCE_META_KEY,
   type ToolResultLike,
   type ToolResultPayload,
   toolResultPayload,
+  valueToToolResult,
 } from './tool-result.ts';
 
 /**
@@ -65,6 +65,11 @@ export interface ToolCall {
   /** Runs the tool. A rejection is a failed execution (exception, crash, timeout). */
   invoke: (args: ToolArguments, signal?: AbortSignal) => Promise<ToolResultLike>;
   signal?: AbortSignal;
+  /**
+   * Results that are not the call's answer yet (an SDK input-required result,
+   * say) and go back unchanged: no envelope, no validation, no record.
+   */
+  isInterim?: (result: ToolResultLike) => boolean;
 }
 
 /** What happened to one call, for logs. */
@@ -74,7 +79,8 @@ export type CallOutcome =
   | 'execution_failed'
   | 'invalid_input'
   | 'invalid_output'
-  | 'denied';
+  | 'denied'
+  | 'internal_error';
 
 export interface CallSummary {
   tool: string;
@@ -135,10 +141,26 @@ export interface PipelineOptions {
   tier?: string;
   gate?: FeatureGate;
   registry?: SchemaRegistry;
+  /** A tool that has not answered after this long has failed (ADAPTER.EXECUTION.FAILED); its signal is aborted. */
+  timeoutMs?: number;
   /** Receives every provenance record built (the gateway's ledger). */
   onRecord?: (record: ProvRecord, context: RecordContext) => void | Promise<void>;
   /** Receives one summary per call (the gateway's JSONL log). */
   onCall?: (summary: CallSummary) => void;
+}
+
+/** A tool's own schema could not be compiled. */
+class ToolSchemaError extends Error {}
+
+/** The rejection of a tool call that ran out of time. */
+export class ToolTimeoutError extends Error {
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super(`the tool did not answer within ${timeoutMs} ms`);
+    this.name = 'TimeoutError';
+    this.timeoutMs = timeoutMs;
+  }
 }
 
 /** A call the pipeline answers with a JSON-RPC error instead of a result. */
@@ -154,8 +176,8 @@ export class PipelineRpcError extends EnvelopeError {
 
 export interface Pipeline {
   readonly dialect: ResultDialectId;
-  /** The envelope schema to advertise as every tool's outputSchema. */
-  readonly outputSchema: Record<string, unknown>;
+  /** The envelope schema to advertise as every tool's outputSchema (none for `legacy`). */
+  readonly outputSchema: Record<string, unknown> | undefined;
   callTool(call: ToolCall): Promise<CallToolResult>;
 }
 
@@ -233,6 +255,16 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
   const registry = options.registry ?? defaultRegistry();
   const outputSchema = outputSchemaFor(dialect);
 
+  /** A tool schema that does not compile is the server's defect, answered as INTERNAL_ERROR. */
+  function validatorFor(schema: Record<string, unknown>) {
+    try {
+      return registry.validatorForSchema(schema);
+    } catch (error) {
+      if (error instanceof EnvelopeError) throw new ToolSchemaError(error.message);
+      throw error;
+    }
+  }
+
   function wrapOptions(requestId: string, warnings: IssueEntry[]): WrapOptions {
     return { meta: { adapter, request_id: requestId }, warnings };
   }
@@ -275,7 +307,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         },
       );
     }
-    const checked = registry.validatorForSchema(tool.outputSchema)(payload.value);
+    const checked = validatorFor(tool.outputSchema)(payload.value);
     if (checked.valid) return undefined;
     const { pointer, text } = issueSummary(checked.issues);
     return entry('INVALID_OUTPUT', `Invalid tool output: ${text}`, {
@@ -330,7 +362,12 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       };
     }
     if (foreign && !foreign.match) {
-      warnings.push(entry('ENVELOPE_INVALID', foreign.message, { dialect: foreign.dialect }));
+      // A near miss is never legacy: wrapping it would nest one envelope in another.
+      const error = entry('INVALID_OUTPUT', `Invalid tool output: ${foreign.message}`, {
+        dialect: foreign.dialect,
+        jsonrpc_code: toJsonRpcError('INVALID_OUTPUT').code,
+      });
+      return rejected('invalid_output', error, requestId, warnings);
     }
 
     if (isError) {
@@ -359,7 +396,28 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     );
   }
 
-  async function run(call: ToolCall, requestId: string): Promise<Built> {
+  async function invokeWithTimeout(call: ToolCall): Promise<ToolResultLike> {
+    const timeoutMs = options.timeoutMs;
+    if (timeoutMs === undefined) return call.invoke(call.arguments, call.signal);
+    const controller = new AbortController();
+    const signal = call.signal ? AbortSignal.any([call.signal, controller.signal]) : controller.signal;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new ToolTimeoutError(timeoutMs);
+        // Settle first, so that a tool answering its abort cannot win the race.
+        reject(error);
+        controller.abort(error);
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([call.invoke(call.arguments, signal), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function run(call: ToolCall, requestId: string): Promise<Built | { interim: ToolResultLike }> {
     const warnings: IssueEntry[] = [];
     const { tool } = call;
     if (options.gate) {
@@ -369,7 +427,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       }
     }
     if (inputMode !== 'off' && tool.inputSchema) {
-      const checked = registry.validatorForSchema(tool.inputSchema)(call.arguments ?? {});
+      const checked = validatorFor(tool.inputSchema)(call.arguments ?? {});
       if (!checked.valid) {
         const { pointer, text } = issueSummary(checked.issues);
         if (inputMode === 'enforce') return invalidInput(text, pointer, requestId, warnings);
@@ -378,10 +436,11 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     }
     let raw: ToolResultLike;
     try {
-      raw = await call.invoke(call.arguments, call.signal);
+      raw = await invokeWithTimeout(call);
     } catch (error) {
       return fromRejection(error, requestId, warnings);
     }
+    if (call.isInterim?.(raw)) return { interim: raw };
     return fromResult(tool, raw, requestId, warnings);
   }
 
@@ -408,7 +467,8 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       attached,
       controls,
     });
-    if (dialect === 'prov-v0.1' && !built.foreign) return built0;
+    const v01Around = !built.foreign && (dialect === 'prov-v0.1' || built.action === 'passed-through');
+    if (v01Around) return built0;
     // No mcp.envelope.v0.1 surrounds this record, so the adapter methods defined on one are not claimed.
     const methods = built0.methods.filter((method) => !V01_ENVELOPE_METHODS.has(method));
     const { integrity, ...rest } = built0;
@@ -420,17 +480,32 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     const started = performance.now();
     const requestId = ids.runId({ tool: call.tool.name, arguments: call.arguments ?? {} });
     let controls: CallControls;
-    let built: Built;
     try {
       controls = readCallControls(call.meta);
     } catch (error) {
       if (!(error instanceof EnvelopeError)) throw error;
-      controls = readCallControls(undefined);
-      built = fromRejection(error, requestId, []);
-      return finish(call, built, controls, requestId, started);
+      return finish(
+        call,
+        fromRejection(error, requestId, []),
+        readCallControls(undefined),
+        requestId,
+        started,
+      );
     }
-    built = await run(call, requestId);
-    return finish(call, built, controls, requestId, started);
+    let ran: Awaited<ReturnType<typeof run>>;
+    try {
+      ran = await run(call, requestId);
+    } catch (error) {
+      if (!(error instanceof ToolSchemaError)) throw error;
+      const entryFor = entry(
+        'INTERNAL_ERROR',
+        `Tool ${call.tool.name} has a schema that does not compile: ${error.message}`,
+        undefined,
+      );
+      ran = rejected('internal_error', entryFor, requestId, []);
+    }
+    if ('interim' in ran) return ran.interim as CallToolResult;
+    return finish(call, ran, controls, requestId, started);
   }
 
   async function finish(
@@ -455,18 +530,18 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         placement: inEnvelope ? 'envelope' : 'meta',
       });
     }
-    let value: Record<string, unknown>;
+    let value: unknown;
     let text = built.text;
     let losses = 0;
     if (built.foreign || built.action === 'passed-through' || !envelope) {
-      value = built.foreign ?? (envelope as unknown as Record<string, unknown>);
+      value = built.foreign ?? envelope;
     } else {
       const converted = fromEnvelopeV01(envelope, dialect, { tool: call.tool.name, requestId });
       value = converted.value;
       losses = converted.losses.length;
       text = undefined;
     }
-    const result = envelopeToToolResult(value, {
+    const result = valueToToolResult(value, {
       isError: built.isError,
       ...(text === undefined ? {} : { text }),
       meta: resultMeta,

@@ -44,6 +44,20 @@ export function envelopeToToolResult(
 }
 
 /**
+ * Any value as a CallToolResult: an object as an envelope (structured and as
+ * text); anything else (the `legacy` dialect's bare payloads) as text only,
+ * since `structuredContent` must be an object.
+ */
+export function valueToToolResult(value: unknown, options: EnvelopeToToolResultOptions = {}): CallToolResult {
+  if (isJsonObject(value)) return envelopeToToolResult(value, options);
+  const text = options.text ?? (typeof value === 'string' ? value : JSON.stringify(value ?? null));
+  const result: CallToolResult = { content: [{ type: 'text', text }] };
+  if (options.isError) result.isError = true;
+  if (options.meta && Object.keys(options.meta).length > 0) result._meta = { ...options.meta };
+  return result;
+}
+
+/**
  * Where a tool result's payload came from:
  * - `structured`: `structuredContent`;
  * - `json-text`: a single text block holding JSON (parsed strictly; the text is kept too,

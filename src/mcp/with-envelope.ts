@@ -99,6 +99,11 @@ async function parseArguments(tool: RegisteredToolInternals, args: unknown): Pro
   return parsed.value;
 }
 
+/** The SDK's multi-round-trip "input required" answer: not a final result, so never an envelope. */
+function isInputRequiredResult(value: unknown): boolean {
+  return isJsonObject(value) && value.resultType === 'input_required';
+}
+
 function asResult(value: unknown): CallToolResult {
   if (!isJsonObject(value)) {
     throw new EnvelopeError('INVALID_OUTPUT', 'Tool handler did not return a CallToolResult object');
@@ -128,12 +133,13 @@ export function withEnvelope(server: McpServer, options: WithEnvelopeOptions = {
       .map(([name, tool]) => {
         const own = tool.outputSchema ? tool.outputSchemaJson : undefined;
         const meta = own ? { ...tool._meta, [RESULT_SCHEMA_META_KEY]: own } : tool._meta;
+        const outputSchema = pipeline.outputSchema ?? own;
         return {
           name,
           title: tool.title,
           description: tool.description,
           inputSchema: internals.toolInputSchemaJson(name) ?? EMPTY_OBJECT_SCHEMA,
-          outputSchema: pipeline.outputSchema,
+          ...(outputSchema === undefined ? {} : { outputSchema }),
           annotations: tool.annotations,
           icons: tool.icons,
           execution: tool.execution,
@@ -160,8 +166,10 @@ export function withEnvelope(server: McpServer, options: WithEnvelopeOptions = {
         meta: request.params._meta,
         signal: ctx.mcpReq.signal,
         invoke: async (args) => asResult(await tool.executor(await parseArguments(tool, args), ctx)),
+        isInterim: isInputRequiredResult,
       });
-      return low.projectCallToolResult(result, pipeline.outputSchema);
+      if (isInputRequiredResult(result)) return result;
+      return low.projectCallToolResult(result, pipeline.outputSchema ?? outputSchema);
     } catch (error) {
       if (error instanceof PipelineRpcError) {
         throw new ProtocolError(error.rpcError.code, error.rpcError.message, error.rpcError.data);

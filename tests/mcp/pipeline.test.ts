@@ -6,6 +6,7 @@ import {
   createPipeline,
   PipelineRpcError,
   type ToolCall,
+  ToolTimeoutError,
   toolResultPayload,
 } from '../../src/mcp/index.ts';
 import type { ProvRecord } from '../../src/provenance/index.ts';
@@ -204,5 +205,58 @@ describe('createPipeline', () => {
       source: 'structured',
       value: { a: 1 },
     });
+  });
+});
+
+describe('createPipeline timeouts and interim results', () => {
+  it('fails a tool that does not answer in time, and aborts its signal', async () => {
+    let aborted: unknown;
+    const pipeline = createPipeline({ timeoutMs: 30 });
+    const result = await pipeline.callTool(
+      call(
+        (_args, signal) =>
+          new Promise((resolve) => {
+            signal?.addEventListener('abort', () => {
+              aborted = signal.reason;
+              resolve({ content: [{ type: 'text', text: 'too late' }] });
+            });
+          }),
+      ),
+    );
+    expect(aborted).toBeInstanceOf(ToolTimeoutError);
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({
+      result: null,
+      errors: [
+        {
+          code: 'ADAPTER.EXECUTION.FAILED',
+          message: 'Tool execution failed: the tool did not answer within 30 ms',
+          details: { exception: 'TimeoutError' },
+        },
+      ],
+    });
+  });
+
+  it('returns an interim result unchanged', async () => {
+    const interim = { resultType: 'input_required', inputRequests: {} };
+    const result = await createPipeline().callTool(
+      call(async () => interim as never, { isInterim: (value) => 'resultType' in value }),
+    );
+    expect(result).toBe(interim);
+  });
+});
+
+describe('createPipeline with a broken tool schema', () => {
+  it('answers INTERNAL_ERROR instead of crashing', async () => {
+    const summaries: CallSummary[] = [];
+    const pipeline = createPipeline({ onCall: (summary) => summaries.push(summary) });
+    const result = await pipeline.callTool({
+      tool: { name: 'broken', inputSchema: { type: 'no-such-type' } },
+      arguments: {},
+      invoke: text('never'),
+    });
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ errors: [{ code: 'INTERNAL_ERROR' }] });
+    expect(summaries[0]).toMatchObject({ outcome: 'internal_error', error_code: 'INTERNAL_ERROR' });
   });
 });

@@ -1,5 +1,10 @@
-import { Client, InMemoryTransport, ProtocolError } from '@modelcontextprotocol/client';
-import { McpServer } from '@modelcontextprotocol/server';
+import {
+  Client,
+  InMemoryTransport,
+  ProtocolError,
+  StreamableHTTPClientTransport,
+} from '@modelcontextprotocol/client';
+import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import * as z from 'zod/v4';
 import { createExampleServer } from '../../examples/envelope-server.ts';
@@ -202,5 +207,33 @@ describe('withEnvelope on an SDK v2 McpServer (in process)', () => {
       code: -32602,
       data: { canonical_code: 'INVALID_INPUT', pointer: '/n' },
     });
+  });
+
+  it('works the same in the 2026-07-28 protocol era (in-process Streamable HTTP handler)', async () => {
+    const handler = createMcpHandler(() => createExampleServer({ seed: 'modern' }));
+    const client = new Client({ name: 'modern', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    try {
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL('http://in-process.invalid/mcp'), {
+          fetch: (url, init) => handler.fetch(new Request(url, init)),
+        }),
+      );
+      const { tools } = await client.listTools();
+      expect(tools.every((tool) => tool.outputSchema !== undefined)).toBe(true);
+      const result = await client.callTool({
+        name: 'stats',
+        arguments: { numbers: [2, 4] },
+        _meta: { capture_provenance: true, provenance_mode: 'full' },
+      });
+      expect(structured(result).result).toEqual({ count: 2, sum: 6, mean: 3 });
+      expect((await verify(structured(result))).ok).toBe(true);
+      const invalid = await client.callTool({ name: 'area', arguments: { width: 1, height: 'x' } });
+      expect(structured(invalid).errors).toMatchObject([
+        { code: 'INVALID_INPUT', details: { pointer: '/height' } },
+      ]);
+    } finally {
+      await client.close();
+      await handler.close();
+    }
   });
 });
