@@ -131,6 +131,47 @@ describe('mcp-envelope detect / normalize / convert / validate --as / wrap --dia
     expect(JSON.parse(converted.stdout)).toEqual({ schema_version: 'mcp.envelope.v0.1', result: {} });
   });
 
+  it('trims the payload to a profile, with a profile configuration file', async () => {
+    const result = temp(
+      'scan.json',
+      JSON.stringify({
+        risk: 'high',
+        findings: [],
+        notes: null,
+        debug: { cache_hit: false },
+        truncated: false,
+      }),
+    );
+    const standard = await run(['convert', result, '--to', 'legacy', '--profile', 'standard']);
+    expect(JSON.parse(standard.stdout)).toEqual({
+      risk: 'high',
+      debug: { cache_hit: false },
+      truncated: false,
+    });
+    const config = temp('profile.json', JSON.stringify({ defaults: { cache_hit: false, truncated: false } }));
+    const minimal = await run([
+      'convert',
+      result,
+      '--to',
+      'legacy',
+      '--profile',
+      'minimal',
+      '--profile-config',
+      config,
+    ]);
+    expect(JSON.parse(minimal.stdout)).toEqual({ risk: 'high' });
+    const bad = await run([
+      'normalize',
+      result,
+      '--profile',
+      'minimal',
+      '--profile-config',
+      temp('bad.json', '{"x":1}'),
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('error[USAGE_ERROR]');
+  });
+
   it('refuses to wrap a near-miss envelope (no double wrap)', async () => {
     const result = await run(
       ['wrap', '--dialect', 'scalpel-v1', '-'],
