@@ -1,6 +1,6 @@
 import { open, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { parseJsonBytes } from '../canonical/json-text.ts';
+import { decodeUtf8, parseJson, parseJsonBytes } from '../canonical/json-text.ts';
 import type { JsonValue } from '../canonical/json-value.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import type { CliIo } from './output.ts';
@@ -74,6 +74,34 @@ export async function readJsonInput(path: string | undefined, io: CliIo): Promis
         cause: error,
       });
     }
+    throw error;
+  }
+}
+
+/**
+ * A tool result as read from a file: its JSON value, or (for bytes that are not
+ * JSON, or with `asText`) the text itself, which is a legacy text payload.
+ */
+export async function readResultInput(
+  path: string | undefined,
+  io: CliIo,
+  options: { asText?: boolean } = {},
+): Promise<{ value: unknown; json: boolean }> {
+  const bytes = await readInputBytes(path, io);
+  let text: string;
+  try {
+    text = decodeUtf8(bytes);
+  } catch (error) {
+    if (error instanceof EnvelopeError) {
+      throw new EnvelopeError(error.code, `${displayName(path)}: ${error.message}`, error.details);
+    }
+    throw error;
+  }
+  if (options.asText) return { value: text, json: false };
+  try {
+    return { value: parseJson(text), json: true };
+  } catch (error) {
+    if (error instanceof EnvelopeError) return { value: text, json: false };
     throw error;
   }
 }

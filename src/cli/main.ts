@@ -8,8 +8,10 @@ import {
   registerListVectors,
   registerValidateManifest,
 } from './commands/conformance.ts';
+import { registerConvert, registerDetect, registerNormalize } from './commands/dialects.ts';
 import { registerDigest } from './commands/digest.ts';
 import { registerKeygen, registerLineage, registerSign, registerVerify } from './commands/integrity.ts';
+import { registerLedger } from './commands/ledger.ts';
 import { registerListMethods, registerValidateMethods } from './commands/methods.ts';
 import { registerProxy } from './commands/proxy.ts';
 import { registerValidateSchemas } from './commands/schemas.ts';
@@ -23,6 +25,9 @@ const REGISTRARS: readonly Registrar[] = [
   registerDigest,
   registerWrap,
   registerValidate,
+  registerDetect,
+  registerNormalize,
+  registerConvert,
   registerListMethods,
   registerValidateMethods,
   registerValidateManifest,
@@ -36,6 +41,7 @@ const REGISTRARS: readonly Registrar[] = [
   registerVerify,
   registerLineage,
   registerProxy,
+  registerLedger,
 ];
 
 export const VERSION = '0.1.0';

@@ -54,6 +54,15 @@ export interface DialectCodec {
   readonly id: DialectId;
   /** JSON Schema (draft 2020-12) of the dialect's envelope, usable as a tool's outputSchema. */
   readonly schema: Record<string, unknown>;
+  /** The `$id` the schema is registered under in the SchemaRegistry. */
+  readonly schemaId: string;
+  /**
+   * True when the value carries the dialect's marker fields, valid or not: a
+   * value that claims a dialect and does not validate is a near miss, never legacy.
+   */
+  claims(value: unknown): boolean;
+  /** The tool payload of a value this dialect claims (to find envelopes nested in envelopes). */
+  payloadOf(value: unknown): unknown;
   detect(value: unknown): Detection;
   /** Decodes a value that `detect` accepted; throws EnvelopeError otherwise. */
   decode(value: unknown): NormalizedResult;

@@ -12,6 +12,26 @@ export {
   wrapFailure,
   wrapLegacy,
 } from './compat-policy.ts';
+// The dialect layer: codecs, detection, conversion, tiers and profiles. These
+// names are stable; the SDK integration imports them.
+export { type Conversion, type ConvertOptions, convert, type Normalized, normalize } from './convert.ts';
+export { claimedBy, type DetectionReport, detectDialect, requireDialect } from './detect.ts';
+export {
+  type Detection,
+  DIALECT_IDS,
+  type DialectCodec,
+  type DialectId,
+  type EncodeContext,
+  type Encoded,
+  type Loss,
+  type ResultDialectId,
+} from './dialect.ts';
+export { A11Y_ENVELOPE, a11yRequestId } from './dialects/a11y-v01.ts';
+export { HOSTED_SCHEMA_VERSION, NO_RATE_LIMIT } from './dialects/hosted-v2.ts';
+export { CODECS, codecFor, ENVELOPE_CODECS, isDialectId } from './dialects/index.ts';
+export { parseRequestEnvelope, type RequestEnvelope } from './dialects/jsonrpc-request.ts';
+export { UPGRADE_HINT_WARNING } from './dialects/prov-v01.ts';
+export { CODE_CONTENT_KEYS, SCALPEL_TIERS } from './dialects/scalpel-v1.ts';
 export type {
   IssueEntry,
   NormalizedError,
@@ -20,6 +40,15 @@ export type {
   RateLimitInfo,
   UpgradeHint,
 } from './model.ts';
+export {
+  applyProfile,
+  applyProfileToData,
+  isProfile,
+  PROFILES,
+  type Profile,
+  type ProfileConfig,
+  profileConfigFrom,
+} from './profiles.ts';
 export {
   assertEnvelopeV01,
   claimsEnvelopeV01,
@@ -31,3 +60,12 @@ export {
   isEnvelopeV01,
   type V01Classification,
 } from './prov-v01.ts';
+export {
+  DEFAULT_TIERS,
+  FeatureGate,
+  type GateDecision,
+  gateFeature,
+  type TierConfig,
+  upgradeRequiredError,
+  withUpgradeHints,
+} from './tiers.ts';

@@ -9,6 +9,12 @@ export interface NormalizedError {
   message: string;
   retriable: boolean;
   details?: Record<string, unknown>;
+  /**
+   * The code exactly as a dialect spelled it, kept only when that dialect's
+   * spelling of `code` would differ (so re-encoding in the same dialect gives
+   * back the same bytes).
+   */
+  native?: { dialect: string; code: string };
 }
 
 /** One entry of prov-spec's `errors[]` / `warnings[]`. */
@@ -42,6 +48,8 @@ export interface NormalizedMeta {
   upgrade_hints?: UpgradeHint[];
   rate_limit?: RateLimitInfo;
   schema_hints?: Record<string, string>;
+  /** The calling client, as the accessibility suite's header names it. */
+  client?: { name?: string; version?: string };
 }
 
 export interface NormalizedResult {
@@ -56,4 +64,10 @@ export interface NormalizedResult {
   /** A prov.record.v0.1, or null when the source said explicitly that there is none. */
   provenance?: unknown;
   meta?: NormalizedMeta;
+  /**
+   * The dialect the model was decoded from. Wrapping a legacy payload follows the
+   * compatibility policy (which adds a schema hint); converting an envelope keeps
+   * its metadata exactly as it was.
+   */
+  decodedFrom?: string;
 }

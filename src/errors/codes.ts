@@ -7,7 +7,8 @@
  * - `hosted-v2`: the Hosted MCP v2 envelope taxonomy and its `/api/download` codes.
  * - `prov-spec`: the mcp.envelope.v0.1 compatibility policy.
  * - `a11y`: the accessibility suite's `mcp.envelope_v0_1` error codes.
- * - `scalpel`: Code Scalpel's V1.0 `error_code` registry (lower-case spellings).
+ * - `scalpel`: Code Scalpel's V1.0 `error_code` registry (its lower-case spellings
+ *   are in DIALECT_SPELLINGS).
  * - `engine`: this project's own input and verification errors.
  */
 
@@ -140,18 +141,17 @@ export const ERROR_CODES: readonly ErrorCodeSpec[] = Object.freeze([
   row('DIGEST_MISMATCH', 422, J.invalidParams, false, 'check', 'a11y', 'Digest does not match the content'),
   row('SCHEMA_VALIDATION_FAILED', 422, J.invalidParams, false, 'check', 'a11y', 'Schema validation failed'),
 
-  // Code Scalpel V1.0 registry (its own lower-case spellings are canonical here).
-  row('invalid_argument', 400, J.invalidParams, false, 'input', 'scalpel', 'Invalid argument'),
-  row('invalid_path', 400, J.invalidParams, false, 'input', 'scalpel', 'Path rejected'),
-  row('forbidden', 403, J.forbidden, false, 'auth', 'scalpel', 'Forbidden'),
-  row('not_found', 404, J.notFound, false, 'input', 'scalpel', 'Not found'),
-  row('timeout', 504, J.timeout, true, 'upstream', 'scalpel', 'Operation timed out'),
-  row('too_large', 413, J.tooLarge, false, 'limit', 'scalpel', 'Request or result too large'),
-  row('resource_exhausted', 503, J.internal, true, 'limit', 'scalpel', 'Resource limits exceeded'),
-  row('not_implemented', 501, J.internal, false, 'internal', 'scalpel', 'Not implemented'),
-  row('upgrade_required', 402, J.forbidden, false, 'auth', 'scalpel', 'A higher tier is required'),
-  row('dependency_unavailable', 503, J.internal, true, 'upstream', 'scalpel', 'Dependency unavailable'),
-  row('internal_error', 500, J.internal, false, 'internal', 'scalpel', 'Internal error'),
+  // Code Scalpel V1.0 registry: canonical spellings here, Code Scalpel's lower-case
+  // spellings in DIALECT_SPELLINGS below (invalid_argument, not_found and
+  // internal_error are the rows above).
+  row('INVALID_PATH', 400, J.invalidParams, false, 'input', 'scalpel', 'Path rejected'),
+  row('FORBIDDEN', 403, J.forbidden, false, 'auth', 'scalpel', 'Forbidden'),
+  row('TIMEOUT', 504, J.timeout, true, 'upstream', 'scalpel', 'Operation timed out'),
+  row('TOO_LARGE', 413, J.tooLarge, false, 'limit', 'scalpel', 'Request or result too large'),
+  row('RESOURCE_EXHAUSTED', 503, J.internal, true, 'limit', 'scalpel', 'Resource limits exceeded'),
+  row('NOT_IMPLEMENTED', 501, J.internal, false, 'internal', 'scalpel', 'Not implemented'),
+  row('UPGRADE_REQUIRED', 402, J.forbidden, false, 'auth', 'scalpel', 'A higher tier is required'),
+  row('DEPENDENCY_UNAVAILABLE', 503, J.internal, true, 'upstream', 'scalpel', 'Dependency unavailable'),
 
   // This project's own input and verification errors.
   row('USAGE_ERROR', 400, J.invalidParams, false, 'input', 'engine', 'Invalid command usage'),
@@ -215,6 +215,34 @@ export const ERROR_CODES: readonly ErrorCodeSpec[] = Object.freeze([
   row('ENVELOPE_INVALID', 400, J.invalidParams, false, 'check', 'engine', 'Value is not a valid envelope'),
   row('METHOD_NOT_ALLOWED', 405, J.invalidParams, false, 'input', 'engine', 'HTTP method not allowed here'),
   row(
+    'DIALECT_UNKNOWN',
+    400,
+    J.invalidParams,
+    false,
+    'input',
+    'engine',
+    'Value is not an envelope of any known dialect',
+  ),
+  row(
+    'DIALECT_AMBIGUOUS',
+    400,
+    J.invalidParams,
+    false,
+    'check',
+    'engine',
+    'Value matches more than one envelope dialect',
+  ),
+  row('NOT_A_RESULT', 400, J.invalidParams, false, 'input', 'engine', 'A request envelope is not a result'),
+  row(
+    'CONVERSION_LOSSY',
+    422,
+    J.invalidParams,
+    false,
+    'check',
+    'engine',
+    'Conversion would lose fields the target dialect cannot carry',
+  ),
+  row(
     'EXEC_FAILED_TO_START',
     502,
     J.upstreamFailed,
@@ -223,9 +251,88 @@ export const ERROR_CODES: readonly ErrorCodeSpec[] = Object.freeze([
     'engine',
     'Command could not be started',
   ),
+  row('CONFIG_NOT_FOUND', 404, J.notFound, false, 'input', 'engine', 'Configuration file not found'),
+  row('CONFIG_INVALID', 400, J.invalidParams, false, 'input', 'engine', 'Configuration is invalid'),
+  row('LEDGER_NOT_FOUND', 404, J.notFound, false, 'input', 'engine', 'Ledger database not found'),
+  row('LEDGER_CORRUPT', 500, J.internal, false, 'internal', 'engine', 'Ledger database is unreadable'),
+  row(
+    'LEDGER_VERSION_UNSUPPORTED',
+    500,
+    J.internal,
+    false,
+    'internal',
+    'engine',
+    'Ledger schema version is newer than this program',
+  ),
+  row('LEDGER_RECORD_NOT_FOUND', 404, J.notFound, false, 'input', 'engine', 'Ledger record not found'),
+  row(
+    'LEDGER_RECORD_INVALID',
+    400,
+    J.invalidParams,
+    false,
+    'input',
+    'engine',
+    'Not a valid provenance record',
+  ),
 ]);
 
 const BY_CODE: ReadonlyMap<string, ErrorCodeSpec> = new Map(ERROR_CODES.map((spec) => [spec.code, spec]));
+
+/** The dialects whose error codes have a spelling of their own (ids as in envelope/dialect.ts). */
+export type SpellingDialect = 'prov-v0.1' | 'scalpel-v1' | 'hosted-v2' | 'a11y-v0.1' | 'jsonrpc-request';
+
+/**
+ * How each dialect spells a canonical code, where it differs from the canonical
+ * spelling. Hosted v2, the accessibility suite and prov-spec use the canonical
+ * (upper-case) spellings; Code Scalpel uses lower-case `error_code`s; the request
+ * envelope's errors travel as JSON-RPC numbers (the `jsonRpcCode` column).
+ */
+export const DIALECT_SPELLINGS: Readonly<Record<SpellingDialect, Readonly<Record<string, string>>>> = {
+  'prov-v0.1': {},
+  'hosted-v2': {},
+  'a11y-v0.1': {},
+  'jsonrpc-request': {},
+  'scalpel-v1': {
+    INVALID_ARGUMENT: 'invalid_argument',
+    INVALID_PATH: 'invalid_path',
+    FORBIDDEN: 'forbidden',
+    NOT_FOUND: 'not_found',
+    TIMEOUT: 'timeout',
+    TOO_LARGE: 'too_large',
+    RESOURCE_EXHAUSTED: 'resource_exhausted',
+    NOT_IMPLEMENTED: 'not_implemented',
+    UPGRADE_REQUIRED: 'upgrade_required',
+    DEPENDENCY_UNAVAILABLE: 'dependency_unavailable',
+    INTERNAL_ERROR: 'internal_error',
+  },
+};
+
+const FROM_SPELLING: ReadonlyMap<SpellingDialect, ReadonlyMap<string, string>> = new Map(
+  Object.entries(DIALECT_SPELLINGS).map(([dialect, spellings]) => [
+    dialect as SpellingDialect,
+    new Map(Object.entries(spellings).map(([canonical, spelling]) => [spelling, canonical])),
+  ]),
+);
+
+/**
+ * The canonical code for a dialect's spelling. Without a dialect, every
+ * dialect's spellings are tried. A code no table knows (a tool's own) is
+ * returned unchanged.
+ */
+export function canonicalCode(spelling: string, dialect?: SpellingDialect): string {
+  if (dialect !== undefined) return FROM_SPELLING.get(dialect)?.get(spelling) ?? spelling;
+  if (BY_CODE.has(spelling)) return spelling;
+  for (const map of FROM_SPELLING.values()) {
+    const found = map.get(spelling);
+    if (found !== undefined) return found;
+  }
+  return spelling;
+}
+
+/** How `dialect` spells a canonical code; codes it has no spelling for are kept verbatim. */
+export function dialectSpelling(code: string, dialect: SpellingDialect): string {
+  return DIALECT_SPELLINGS[dialect][code] ?? code;
+}
 
 /** Codes not in the table (a tool's own codes) are described by this fallback. */
 const UNKNOWN_CODE: Omit<ErrorCodeSpec, 'code'> = {
@@ -239,14 +346,14 @@ const UNKNOWN_CODE: Omit<ErrorCodeSpec, 'code'> = {
 
 /** The spec of a known code, or undefined. */
 export function lookupErrorCode(code: string): ErrorCodeSpec | undefined {
-  return BY_CODE.get(code);
+  return BY_CODE.get(code) ?? BY_CODE.get(canonicalCode(code));
 }
 
 /** The spec of any code; a code outside the table keeps its spelling and gets neutral defaults. */
 export function describeErrorCode(code: string): ErrorCodeSpec {
-  return BY_CODE.get(code) ?? { code, ...UNKNOWN_CODE };
+  return lookupErrorCode(code) ?? { code, ...UNKNOWN_CODE };
 }
 
 export function isKnownErrorCode(code: string): boolean {
-  return BY_CODE.has(code);
+  return lookupErrorCode(code) !== undefined;
 }

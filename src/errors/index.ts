@@ -1,5 +1,8 @@
 export {
+  canonicalCode,
+  DIALECT_SPELLINGS,
   describeErrorCode,
+  dialectSpelling,
   ERROR_CODES,
   type ErrorCodeSpec,
   type ErrorKind,
@@ -7,6 +10,7 @@ export {
   isKnownErrorCode,
   JSONRPC,
   lookupErrorCode,
+  type SpellingDialect,
 } from './codes.ts';
 export {
   EnvelopeError,

@@ -163,9 +163,13 @@ export function checkSignature(record: ProvRecord, publicKey: KeyObject | undefi
   const signature = record.integrity?.signature;
   if (!signature) return { status: 'absent', message: 'record has no integrity.signature' };
   if (signature.alg.toLowerCase() !== SIGNATURE_ALG) {
+    // With a key in hand the verifier expects its signature: an algorithm swapped
+    // to one we cannot check must not turn a required check into a skipped one.
     return {
-      status: 'unverifiable',
-      message: `signature algorithm "${signature.alg}" is not supported (ed25519 is)`,
+      status: publicKey ? 'fail' : 'unverifiable',
+      message: publicKey
+        ? `signature algorithm "${signature.alg}" is not the given key's (ed25519)`
+        : `signature algorithm "${signature.alg}" is not supported (ed25519 is)`,
     };
   }
   const digest = checkRecordDigest(record);

@@ -1,4 +1,7 @@
 import { isJsonObject } from '../../canonical/json-value.ts';
+import { detectDialect } from '../../envelope/detect.ts';
+import { DIALECT_IDS, type DialectId } from '../../envelope/dialect.ts';
+import { codecFor, isDialectId } from '../../envelope/dialects/index.ts';
 import { envelopeV01Issues } from '../../envelope/prov-v01.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { defaultRegistry, SCHEMA_IDS, type SchemaIssue } from '../../schemas/index.ts';
@@ -16,7 +19,33 @@ export const VALIDATE_TARGETS: Record<string, string> = {
   request: SCHEMA_IDS.request,
   manifest: SCHEMA_IDS.manifest,
   methods: SCHEMA_IDS.methods,
+  ...Object.fromEntries(DIALECT_IDS.map((id) => [id, codecFor(id).schemaId])),
 };
+
+/**
+ * Issues of a value as an envelope of `dialect`: the dialect's own detection
+ * (schema, near misses) plus the no-double-wrap rule, each as pointer + message.
+ */
+function dialectIssues(dialect: DialectId, value: unknown): SchemaIssue[] {
+  const detection = codecFor(dialect).detect(value);
+  const reasons = detection.match ? [] : detection.reasons;
+  if (detection.match && dialect !== 'legacy') {
+    const report = detectDialect(value);
+    if (report.dialect !== dialect) reasons.push(...report.reasons);
+  }
+  return reasons.map((reason) => {
+    const space = reason.indexOf(' ');
+    const pointer = reason.startsWith('/') && space > 0 ? reason.slice(0, space) : '';
+    const message = pointer === '' ? reason : reason.slice(space + 1);
+    return {
+      pointer: pointer === '/' ? '' : pointer,
+      message,
+      keyword: 'dialect',
+      schemaPath: '',
+      params: {},
+    };
+  });
+}
 
 /** Picks the target from the document's own version marker. */
 function detectTarget(value: unknown): string | undefined {
@@ -40,14 +69,16 @@ export const registerValidate: Registrar = (program, invocation) => {
   program
     .command('validate')
     .description(
-      'validate a document against its JSON Schema (detected from its schema_version unless --as is given)',
+      'validate a document against its JSON Schema (detected from its schema_version or envelope dialect unless --as is given)',
     )
     .argument('<file>', 'JSON file, or - for stdin')
     .option('--as <kind>', `one of ${Object.keys(VALIDATE_TARGETS).join(', ')}`)
     .action(
       runs(invocation, async ({ io }, file: string, options: { as?: string }) => {
         const value = await readJsonInput(file, io);
-        const target = options.as ?? detectTarget(value);
+        const detected = detectDialect(value).dialect;
+        const byDialect = detected === null || detected === 'legacy' ? undefined : detected;
+        const target = options.as ?? detectTarget(value) ?? byDialect;
         if (target === undefined) {
           throw new EnvelopeError(
             'USAGE_ERROR',
@@ -64,7 +95,9 @@ export const registerValidate: Registrar = (program, invocation) => {
         const issues: SchemaIssue[] =
           target === 'envelope'
             ? envelopeV01Issues(value)
-            : [...defaultRegistry().validate(schemaId, value).issues];
+            : isDialectId(target)
+              ? dialectIssues(target, value)
+              : [...defaultRegistry().validate(schemaId, value).issues];
         const valid = issues.length === 0;
         const human = valid
           ? `valid ${schemaId}`

@@ -9,6 +9,9 @@ import {
   toolReportedErrors,
   wrapFailure,
 } from '../../envelope/compat-policy.ts';
+import { convert } from '../../envelope/convert.ts';
+import { detectDialect, requireDialect } from '../../envelope/detect.ts';
+import { codecFor } from '../../envelope/dialects/index.ts';
 import type { IssueEntry } from '../../envelope/model.ts';
 import type { EnvelopeV01 } from '../../envelope/prov-v01.ts';
 import { EnvelopeError } from '../../errors/index.ts';
@@ -22,6 +25,7 @@ import {
 import { type Registrar, runs } from '../command.ts';
 import { displayName, isStdin, MAX_INPUT_BYTES, readInputBytes } from '../input.ts';
 import { EXIT } from '../output.ts';
+import { dialectOption, lossLines } from './dialects.ts';
 
 interface WrapCliOptions {
   exec?: boolean;
@@ -36,6 +40,7 @@ interface WrapCliOptions {
   requestId?: string;
   adapter: string;
   timeout?: string;
+  dialect?: string;
 }
 
 interface ExecOutcome {
@@ -165,8 +170,29 @@ export const registerWrap: Registrar = (program, invocation) => {
     .option('--request-id <id>', 'correlation id to put in meta.request_id')
     .option('--adapter <name>', 'adapter name for meta.adapter and the record', 'cli')
     .option('--timeout <ms>', 'with --exec: kill the command after this many milliseconds')
+    .option(
+      '--dialect <dialect>',
+      'envelope dialect to produce (prov-v0.1, scalpel-v1, hosted-v2, a11y-v0.1, legacy); an envelope of another dialect is converted, never nested',
+      'prov-v0.1',
+    )
     .action(
       runs(invocation, async ({ io }, input: string[], options: WrapCliOptions) => {
+        const dialect = dialectOption(options.dialect, '--dialect');
+        if (dialect === 'jsonrpc-request')
+          throw new EnvelopeError(
+            'NOT_A_RESULT',
+            'wrap produces tool results; jsonrpc-request is a request envelope',
+          );
+        const context = {
+          ...(options.toolName !== undefined ? { tool: options.toolName } : {}),
+          ...(options.requestId !== undefined ? { requestId: options.requestId } : {}),
+        };
+        /** The output in the chosen dialect: prov-v0.1 as built, others converted with their losses noted. */
+        const inDialect = (envelope: unknown, exitCode: number) => {
+          const result = convert(envelope, dialect, context);
+          if (result.losses.length > 0) io.stderr(lossLines(result.losses));
+          return { exitCode, raw: `${JSON.stringify(result.value)}\n`, json: result.value };
+        };
         const controls = controlsFrom(options);
         const timeoutMs = parseTimeout(options.timeout);
         const meta: EnvelopeV01['meta'] = { adapter: options.adapter };
@@ -271,6 +297,27 @@ export const registerWrap: Registrar = (program, invocation) => {
             };
           }
           if (!isStdin(file)) inputArtifact.locator = file as string;
+          if (!options.text) {
+            const report = detectDialect(payload);
+            const from = requireDialect(report);
+            if (from === dialect && from !== 'legacy' && from !== 'prov-v0.1') {
+              // Already in the target dialect: unchanged, byte for byte.
+              return { exitCode: EXIT.ok, raw: decodeUtf8(bytes), json: report.value };
+            }
+            if (dialect !== 'prov-v0.1' || (from !== 'legacy' && from !== 'prov-v0.1')) {
+              if (controls.captureProvenance)
+                io.stderr('note: provenance not attached: only a prov-v0.1 wrap attaches a record\n');
+              return inDialect(payload, EXIT.ok);
+            }
+          } else if (dialect !== 'prov-v0.1') {
+            // --text: the text is the payload as it stands, even if it reads as JSON.
+            const encoded = codecFor(dialect).encode(
+              { ok: true, data: payload, decodedFrom: 'legacy' },
+              context,
+            );
+            if (encoded.losses.length > 0) io.stderr(lossLines(encoded.losses));
+            return { exitCode: EXIT.ok, raw: `${JSON.stringify(encoded.value)}\n`, json: encoded.value };
+          }
           const policy = applyCompatibilityPolicy(payload, { meta });
           outcome =
             policy.action === 'passed-through' && !options.text
@@ -310,6 +357,7 @@ export const registerWrap: Registrar = (program, invocation) => {
           outcome.action === 'passed-through' && outcome.text !== undefined
             ? outcome.text
             : `${JSON.stringify(envelope)}\n`;
+        if (dialect !== 'prov-v0.1') return inDialect(envelope, hasErrors ? EXIT.checkFailed : EXIT.ok);
         return { exitCode: hasErrors ? EXIT.checkFailed : EXIT.ok, raw, json: envelope };
       }),
     );

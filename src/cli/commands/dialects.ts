@@ -1,0 +1,166 @@
+import { convert, normalize } from '../../envelope/convert.ts';
+import { detectDialect } from '../../envelope/detect.ts';
+import { DIALECT_IDS, type DialectId, type Loss } from '../../envelope/dialect.ts';
+import { codecFor, isDialectId } from '../../envelope/dialects/index.ts';
+import {
+  applyProfile,
+  isProfile,
+  PROFILES,
+  type Profile,
+  type ProfileConfig,
+  profileConfigFrom,
+} from '../../envelope/profiles.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+import { type Registrar, runs } from '../command.ts';
+import { readJsonInput, readResultInput } from '../input.ts';
+import { EXIT } from '../output.ts';
+
+/** detect, normalize and convert: the dialect layer on the command line. */
+
+export function dialectOption(value: string | undefined, flag: string): DialectId {
+  if (!isDialectId(value)) {
+    throw new EnvelopeError(
+      'USAGE_ERROR',
+      `${flag} must be one of ${DIALECT_IDS.join(', ')}, got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+async function profileFrom(
+  options: { profile: string; profileConfig?: string },
+  io: Parameters<typeof readJsonInput>[1],
+): Promise<{ profile: Profile; config: ProfileConfig }> {
+  if (!isProfile(options.profile))
+    throw new EnvelopeError('USAGE_ERROR', `--profile must be one of ${PROFILES.join(', ')}`);
+  const config =
+    options.profileConfig === undefined
+      ? {}
+      : profileConfigFrom(await readJsonInput(options.profileConfig, io));
+  return { profile: options.profile, config };
+}
+
+const PROFILE_CONFIG_HELP =
+  'JSON file: {"include_only": {"tool": ["member", …]}, "defaults": {"member": value}} (used by minimal)';
+
+export function lossLines(losses: readonly Loss[]): string {
+  return losses.map((loss) => `loss: ${loss.path} ${loss.reason}\n`).join('');
+}
+
+export const registerDetect: Registrar = (program, invocation) => {
+  program
+    .command('detect')
+    .description(
+      'name the envelope dialect of a tool result (JSON, JSON text, or plain text), or say why none',
+    )
+    .argument('[file]', 'file, or - for stdin', '-')
+    .option('--text', 'treat the input as text (a string payload) even if it is JSON')
+    .action(
+      runs(invocation, async ({ io }, file: string, options: { text?: boolean }) => {
+        const input = await readResultInput(file, io, { asText: options.text === true });
+        const report = detectDialect(input.value);
+        const found = report.dialect !== null;
+        const human = found
+          ? `${report.dialect}${report.text ? ' (as JSON text)' : ''}${input.json ? '' : report.dialect === 'legacy' ? ' (text)' : ''}`
+          : [
+              `no dialect (near: ${report.near.join(', ')})`,
+              ...report.reasons.map((reason) => `  ${reason}`),
+            ].join('\n');
+        return {
+          exitCode: found ? EXIT.ok : EXIT.checkFailed,
+          human,
+          json: {
+            dialect: report.dialect,
+            text: report.text,
+            input: input.json ? 'json' : 'text',
+            near: report.near,
+            reasons: report.reasons,
+          },
+        };
+      }),
+    );
+};
+
+export const registerNormalize: Registrar = (program, invocation) => {
+  program
+    .command('normalize')
+    .description('decode a tool result of any dialect into the normalized model')
+    .argument('[file]', 'file, or - for stdin', '-')
+    .option('--text', 'treat the input as text (a string payload) even if it is JSON')
+    .option('--profile <profile>', `trim the payload: ${PROFILES.join(', ')}`, 'debug')
+    .option('--profile-config <file>', PROFILE_CONFIG_HELP)
+    .action(
+      runs(
+        invocation,
+        async (
+          { io },
+          file: string,
+          options: { text?: boolean; profile: string; profileConfig?: string },
+        ) => {
+          const { profile, config } = await profileFrom(options, io);
+          const input = await readResultInput(file, io, { asText: options.text === true });
+          const { from, model } = normalize(input.value);
+          const { decodedFrom: _from, ...shown } = applyProfile(model, profile, config);
+          const output = { from, model: shown };
+          return { exitCode: EXIT.ok, raw: `${JSON.stringify(output, null, 2)}\n`, json: output };
+        },
+      ),
+    );
+};
+
+interface ConvertCliOptions {
+  to?: string;
+  strict?: boolean;
+  text?: boolean;
+  tool?: string;
+  requestId?: string;
+  profile: string;
+  profileConfig?: string;
+}
+
+export const registerConvert: Registrar = (program, invocation) => {
+  program
+    .command('convert')
+    .description(
+      'convert a tool result to another dialect; every field the target cannot carry is reported (stderr), or with --strict refused',
+    )
+    .argument('[file]', 'file, or - for stdin', '-')
+    .requiredOption(
+      '--to <dialect>',
+      `target dialect: ${DIALECT_IDS.filter((id) => id !== 'jsonrpc-request').join(', ')}`,
+    )
+    .option('--strict', 'fail (CONVERSION_LOSSY, exit 1) instead of reporting losses')
+    .option('--text', 'treat the input as text (a string payload) even if it is JSON')
+    .option('--tool <name>', 'tool name for dialects that require one, when the input has none')
+    .option('--request-id <id>', 'request id for dialects that require one, when the input has none')
+    .option('--profile <profile>', `trim the payload first: ${PROFILES.join(', ')}`, 'debug')
+    .option('--profile-config <file>', PROFILE_CONFIG_HELP)
+    .action(
+      runs(invocation, async ({ io, global }, file: string, options: ConvertCliOptions) => {
+        const to = dialectOption(options.to, '--to');
+        const { profile, config } = await profileFrom(options, io);
+        const input = await readResultInput(file, io, { asText: options.text === true });
+        let value = input.value;
+        if (profile !== 'debug') {
+          // Trimming re-encodes in the source dialect first, so the conversion sees the trimmed payload.
+          const { from, model } = normalize(value);
+          value = codecFor(from).encode(applyProfile(model, profile, config)).value;
+        }
+        const result = convert(value, to, {
+          ...(options.strict ? { strict: true } : {}),
+          ...(options.tool !== undefined ? { tool: options.tool } : {}),
+          ...(options.requestId !== undefined ? { requestId: options.requestId } : {}),
+        });
+        if (!global.json && result.losses.length > 0) io.stderr(lossLines(result.losses));
+        const raw =
+          typeof result.value === 'string' && result.from === to
+            ? result.value
+            : `${JSON.stringify(result.value)}\n`;
+        return {
+          exitCode: EXIT.ok,
+          raw: raw.endsWith('\n') ? raw : `${raw}\n`,
+          json: { from: result.from, to, value: result.value, losses: result.losses },
+        };
+      }),
+    );
+};

@@ -1,0 +1,184 @@
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { EnvelopeError } from '../../errors/index.ts';
+import { Ledger, type LedgerEntry, verifyLedger } from '../../ledger/index.ts';
+import { type Invocation, type Registrar, runs } from '../command.ts';
+import { readJsonInput } from '../input.ts';
+import { type CliIo, EXIT } from '../output.ts';
+
+interface DbOption {
+  db: string;
+}
+
+/** Opens the ledger for one command and always closes it. */
+async function withLedger<T>(
+  io: CliIo,
+  file: string,
+  create: boolean,
+  body: (ledger: Ledger) => Promise<T> | T,
+): Promise<T> {
+  const ledger = Ledger.open(resolve(io.cwd, file), { create });
+  try {
+    return await body(ledger);
+  } finally {
+    ledger.close();
+  }
+}
+
+function summary(entry: LedgerEntry) {
+  return {
+    seq: entry.seq,
+    run_id: entry.run_id,
+    tool: entry.tool,
+    upstream: entry.upstream,
+    record_digest: `sha256:${entry.record_digest}`,
+    created_at: entry.created_at,
+  };
+}
+
+function line(entry: LedgerEntry): string {
+  return [
+    String(entry.seq).padStart(5),
+    entry.created_at,
+    entry.run_id,
+    `${entry.upstream ?? '-'}/${entry.tool}`,
+    `sha256:${entry.record_digest.slice(0, 16)}`,
+  ].join('  ');
+}
+
+function parseLimit(value: string): number {
+  const limit = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(limit) || limit < 1) {
+    throw new EnvelopeError('USAGE_ERROR', `--limit must be a positive integer, got "${value}"`);
+  }
+  return limit;
+}
+
+function registerList(ledger: Command, invocation: Invocation): void {
+  ledger
+    .command('list')
+    .description('list stored records, newest first')
+    .requiredOption('--db <file>', 'ledger database file')
+    .option('--tool <name>', 'only records of this tool')
+    .option('--upstream <name>', 'only records from this upstream')
+    .option('--limit <n>', 'at most this many', '100')
+    .action(
+      runs(
+        invocation,
+        async ({ io }, options: DbOption & { tool?: string; upstream?: string; limit: string }) => {
+          const limit = parseLimit(options.limit);
+          const entries = await withLedger(io, options.db, false, (store) =>
+            store.list({
+              limit,
+              ...(options.tool === undefined ? {} : { tool: options.tool }),
+              ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
+            }),
+          );
+          return {
+            exitCode: EXIT.ok,
+            human: entries.length === 0 ? 'no records' : entries.map(line).join('\n'),
+            json: { entries: entries.map(summary) },
+          };
+        },
+      ),
+    );
+}
+
+function registerShow(ledger: Command, invocation: Invocation): void {
+  ledger
+    .command('show')
+    .description('print the records with this run id or record digest')
+    .argument('<key>', 'run id, or record digest (hex or sha256:hex)')
+    .requiredOption('--db <file>', 'ledger database file')
+    .action(
+      runs(invocation, async ({ io }, key: string, options: DbOption) => {
+        const entries = await withLedger(io, options.db, false, (store) => store.show(key));
+        const full = entries.map((entry) => ({
+          ...summary(entry),
+          record: entry.record,
+          envelope: entry.envelope,
+        }));
+        return {
+          exitCode: EXIT.ok,
+          human: full.map((entry) => JSON.stringify(entry, null, 2)).join('\n'),
+          json: { entries: full },
+        };
+      }),
+    );
+}
+
+function registerVerify(ledger: Command, invocation: Invocation): void {
+  ledger
+    .command('verify')
+    .description('recompute every stored record digest and verify each record; exit 1 when any fails')
+    .argument('[key]', 'only the records with this run id or record digest')
+    .requiredOption('--db <file>', 'ledger database file')
+    .option('--artifacts-dir <dir>', 'folder holding artifact content to re-digest')
+    .action(
+      runs(
+        invocation,
+        async ({ io }, key: string | undefined, options: DbOption & { artifactsDir?: string }) => {
+          const report = await withLedger(io, options.db, false, (store) =>
+            verifyLedger(
+              store,
+              key,
+              options.artifactsDir === undefined
+                ? {}
+                : { artifactsDir: resolve(io.cwd, options.artifactsDir) },
+            ),
+          );
+          const lines = report.entries.map((entry) => {
+            const failed = entry.checks.filter((check) => check.status === 'fail');
+            const head = `${entry.ok ? 'ok  ' : 'FAIL'} ${String(entry.seq).padStart(5)} ${entry.run_id} ${entry.tool}`;
+            return [head, ...failed.map((check) => `       ${check.check}: ${check.message}`)].join('\n');
+          });
+          lines.push(`${report.total - report.failed} of ${report.total} records verified`);
+          return { exitCode: report.ok ? EXIT.ok : EXIT.checkFailed, human: lines.join('\n'), json: report };
+        },
+      ),
+    );
+}
+
+function registerAdd(ledger: Command, invocation: Invocation): void {
+  ledger
+    .command('add')
+    .description(
+      'store a prov.record.v0.1 (or the record in an mcp.envelope.v0.1); creates the ledger if missing',
+    )
+    .argument('<file>', 'record or envelope file, or - for stdin')
+    .requiredOption('--db <file>', 'ledger database file')
+    .option('--tool <name>', 'tool name to file it under (default: the record’s tool.name)')
+    .option('--upstream <name>', 'upstream it came from')
+    .action(
+      runs(
+        invocation,
+        async ({ io }, file: string, options: DbOption & { tool?: string; upstream?: string }) => {
+          const value = await readJsonInput(file, io);
+          const { entry, inserted } = await withLedger(io, options.db, true, (store) =>
+            store.insert(value, {
+              ...(options.tool === undefined ? {} : { tool: options.tool }),
+              ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
+            }),
+          );
+          return {
+            exitCode: EXIT.ok,
+            human: `${inserted ? 'stored' : 'already stored'}: ${line(entry)}`,
+            json: { inserted, entry: summary(entry) },
+          };
+        },
+      ),
+    );
+}
+
+export const registerLedger: Registrar = (program, invocation) => {
+  const ledger = program
+    .command('ledger')
+    .description('list, show, verify and add provenance records in a ledger database')
+    .action(() => {
+      throw new EnvelopeError('USAGE_ERROR', 'ledger needs a command: list, show, verify or add');
+    });
+  registerList(ledger, invocation);
+  registerShow(ledger, invocation);
+  registerVerify(ledger, invocation);
+  registerAdd(ledger, invocation);
+};

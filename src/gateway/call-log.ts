@@ -1,0 +1,211 @@
+/**
+ * The call log: one JSON line per tools/call, written by pino to
+ * `<dir>/<server>/<YYYY-MM-DD>/<name>-<run id>.jsonl`, with
+ * `<dir>/<server>/<name>.latest.jsonl` a symlink to the newest file.
+ *
+ * Lines carry digests of the arguments and of the result (SHA-256 over RFC 8785
+ * canonical JSON), never the raw arguments unless the configuration asks for
+ * them, so logs can be shared without leaking what callers sent.
+ */
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import pino from 'pino';
+import { digestValue, parseJson } from '../canonical/index.ts';
+import { randomRunId } from '../ids/index.ts';
+
+export type CallOutcome = 'ok' | 'error';
+export type CallTransport = 'stdio' | 'http';
+
+/** One line of the call log. */
+export interface CallLogEntry {
+  ts: string;
+  traceId: string;
+  spanId: string;
+  requestId: string | number | null;
+  tool: string;
+  upstream: string;
+  dialect: string;
+  outcome: CallOutcome;
+  /** The canonical error code when the outcome is an error, else null. */
+  code: string | null;
+  durationMs: number;
+  transport: CallTransport;
+  /** The HTTP route, or null over stdio. */
+  route: string | null;
+  /** `sha256:<hex>` of the canonical arguments; null when the call had none. */
+  argumentsDigest: string | null;
+  /** `sha256:<hex>` of the canonical result sent back; null when there was none. */
+  resultDigest: string | null;
+  /** Raw arguments, only when the log was opened with includeArguments. */
+  arguments?: unknown;
+}
+
+/** What the gateway knows about a call; the log adds the time and the digests. */
+export interface CallRecordInput {
+  traceId?: string;
+  spanId?: string;
+  requestId?: string | number | null;
+  tool: string;
+  upstream: string;
+  dialect: string;
+  outcome: CallOutcome;
+  code?: string | null;
+  durationMs: number;
+  transport: CallTransport;
+  route?: string | null;
+  arguments?: unknown;
+  result?: unknown;
+}
+
+/** Fields that differ between two runs of the same calls (time, ids, transport). */
+export const VOLATILE_CALL_LOG_FIELDS = [
+  'ts',
+  'traceId',
+  'spanId',
+  'requestId',
+  'durationMs',
+  'transport',
+  'route',
+] as const;
+
+export type StableCallLogEntry = Omit<CallLogEntry, (typeof VOLATILE_CALL_LOG_FIELDS)[number]>;
+
+/** The entry without its volatile fields: what must match across transports and runs. */
+export function stripVolatile(entry: CallLogEntry | Record<string, unknown>): StableCallLogEntry {
+  const copy: Record<string, unknown> = { ...entry };
+  for (const field of VOLATILE_CALL_LOG_FIELDS) delete copy[field];
+  return copy as unknown as StableCallLogEntry;
+}
+
+export interface CallLogOptions {
+  /** The root folder (the configuration's logs.dir). */
+  dir: string;
+  /** Names the folder under dir: the gateway or server the calls went through. */
+  server: string;
+  /** The log's base name; defaults to "calls". */
+  name?: string;
+  /** Names this log file; defaults to a random run id. */
+  runId?: string;
+  includeArguments?: boolean;
+  /** Injectable clock, for the date folder and `ts`. */
+  now?: () => Date;
+}
+
+const SAFE_SEGMENT = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+function assertSegment(what: string, value: string): void {
+  // These become path segments: no separators, no "..", nothing hidden.
+  if (!SAFE_SEGMENT.test(value) || value.includes('..')) {
+    throw new TypeError(`call log ${what} "${value}" is not a safe file name`);
+  }
+}
+
+function digestOf(value: unknown): string | null {
+  if (value === undefined) return null;
+  try {
+    return `sha256:${digestValue(value).value}`;
+  } catch {
+    // A value that is not JSON cannot have come off the wire; say so rather than crash the call.
+    return null;
+  }
+}
+
+export class CallLog {
+  /** Absolute path of the file this log writes. */
+  readonly file: string;
+  /** Absolute path of the `<name>.latest.jsonl` symlink. */
+  readonly latest: string;
+  private readonly logger: pino.Logger;
+  private readonly destination: pino.DestinationStream & NodeJS.EventEmitter & { end(): void };
+  private readonly includeArguments: boolean;
+  private readonly now: () => Date;
+  private closed = false;
+  /** The ts of the line being written, handed to pino's timestamp hook. */
+  private lineTs = '';
+
+  constructor(options: CallLogOptions) {
+    const name = options.name ?? 'calls';
+    const runId = options.runId ?? randomRunId();
+    assertSegment('server', options.server);
+    assertSegment('name', name);
+    assertSegment('run id', runId);
+    this.now = options.now ?? (() => new Date());
+    this.includeArguments = options.includeArguments ?? false;
+
+    const serverDir = join(options.dir, options.server);
+    const dayDir = join(serverDir, this.now().toISOString().slice(0, 10));
+    mkdirSync(dayDir, { recursive: true });
+    this.file = join(dayDir, `${name}-${runId}.jsonl`);
+    this.latest = join(serverDir, `${name}.latest.jsonl`);
+
+    this.destination = pino.destination({ dest: this.file, sync: false, append: true });
+    this.logger = pino(
+      {
+        base: null,
+        // pino writes the timestamp hook first; with the level suppressed the hook must
+        // open the object itself (no leading comma), so ts leads every line.
+        timestamp: () => `"ts":${JSON.stringify(this.lineTs)}`,
+        formatters: { level: () => ({}) },
+      },
+      this.destination,
+    );
+    pointLatest(this.latest, relative(serverDir, this.file));
+  }
+
+  /** Writes one line; returns the entry as written. */
+  write(call: CallRecordInput): CallLogEntry {
+    if (this.closed) throw new Error('call log is closed');
+    const entry: CallLogEntry = {
+      ts: this.now().toISOString(),
+      traceId: call.traceId ?? randomBytes(16).toString('hex'),
+      spanId: call.spanId ?? randomBytes(8).toString('hex'),
+      requestId: call.requestId ?? null,
+      tool: call.tool,
+      upstream: call.upstream,
+      dialect: call.dialect,
+      outcome: call.outcome,
+      code: call.outcome === 'error' ? (call.code ?? 'INTERNAL_ERROR') : null,
+      durationMs: call.durationMs,
+      transport: call.transport,
+      route: call.route ?? null,
+      argumentsDigest: digestOf(call.arguments),
+      resultDigest: digestOf(call.result),
+    };
+    if (this.includeArguments && call.arguments !== undefined) entry.arguments = call.arguments;
+    const { ts, ...rest } = entry;
+    this.lineTs = ts;
+    this.logger.info(rest);
+    return entry;
+  }
+
+  /** Flushes every buffered line to disk and closes the file. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const closed = once(this.destination, 'close');
+    this.destination.end();
+    await closed;
+  }
+}
+
+/** Repoints the symlink atomically: a new link under a temporary name, renamed over the old. */
+function pointLatest(link: string, target: string): void {
+  const temporary = `${link}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    symlinkSync(target, temporary);
+    renameSync(temporary, link);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
+}
+
+/** Reads a call log file back as entries (for tools and tests). */
+export function readCallLog(file: string): CallLogEntry[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => parseJson(line) as unknown as CallLogEntry);
+}

@@ -1,0 +1,361 @@
+/**
+ * The gateway configuration: one JSON file, checked against
+ * gateway.config.schema.json with the project's SchemaRegistry, then turned
+ * into a fully-defaulted, path-resolved object so that the rest of the gateway
+ * never has to ask "was this set?".
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { parseJsonBytes } from '../canonical/index.ts';
+import type { ResultDialectId } from '../envelope/dialect.ts';
+import { EnvelopeError, isEnvelopeError } from '../errors/index.ts';
+import { encodePointer } from '../pointer/json-pointer.ts';
+import schema from '../schemas/data/gateway.config.schema.json' with { type: 'json' };
+import { defaultRegistry, type SchemaIssue } from '../schemas/index.ts';
+
+export const GATEWAY_CONFIG_SCHEMA_ID = 'mcp-envelope.gateway.config.v1';
+export const GATEWAY_CONFIG_SCHEMA = schema as Record<string, unknown> & { $id: string };
+
+/** A result dialect of the codec contract, or `passthrough` (relay results untouched). */
+export type UpstreamDialect = ResultDialectId | 'passthrough';
+export const UPSTREAM_DIALECTS = [
+  'prov-v0.1',
+  'scalpel-v1',
+  'hosted-v2',
+  'a11y-v0.1',
+  'legacy',
+  'passthrough',
+] as const satisfies readonly UpstreamDialect[];
+export type ValidationMode = 'enforce' | 'warn' | 'off';
+
+export interface StdioUpstream {
+  kind: 'stdio';
+  command: string;
+  args: string[];
+  /** Extra variables for the child, on top of the SDK's safe inherited set. */
+  env: Record<string, string>;
+  /** Absolute; defaults to the configuration file's folder. */
+  cwd: string;
+}
+
+export interface HttpUpstream {
+  kind: 'http';
+  url: string;
+  /** Literal headers merged with those read from the environment. */
+  headers: Record<string, string>;
+}
+
+export interface UpstreamConfig {
+  name: string;
+  transport: StdioUpstream | HttpUpstream;
+  dialect: UpstreamDialect;
+  validation: { input: ValidationMode; output: ValidationMode };
+  provenance: { enabled: boolean; mode: 'minimal' | 'full'; captureArtifacts: boolean };
+  timeouts: { callMs: number; startMs: number; tools: Record<string, number> };
+  restart: {
+    enabled: boolean;
+    initialDelayMs: number;
+    maxDelayMs: number;
+    factor: number;
+    maxAttempts: number;
+  };
+}
+
+export interface HttpListenConfig {
+  host: string;
+  port: number;
+  path: string;
+  allowedHosts: string[];
+  allowedOrigins: string[];
+  bodyLimitBytes: number;
+}
+
+export interface AuthToken {
+  name: string;
+  token: string;
+  tier: string;
+}
+
+export interface GatewayConfig {
+  /** Absolute path of the file this came from (undefined when built from a value). */
+  file: string | undefined;
+  /** The folder relative paths were resolved against. */
+  baseDir: string;
+  upstreams: UpstreamConfig[];
+  listen: { stdio: boolean; http: HttpListenConfig | undefined };
+  auth: { required: boolean; tokens: AuthToken[] };
+  ledger: { enabled: boolean; path: string };
+  logs: { enabled: boolean; dir: string; includeArguments: boolean };
+  ids: { seed: string | undefined };
+}
+
+export interface LoadOptions {
+  /** Where `tokenEnv` and `headersFromEnv` are read; defaults to process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
+const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]'];
+
+function configError(message: string, pointer: string, extra: Record<string, unknown> = {}): EnvelopeError {
+  return new EnvelopeError('CONFIG_INVALID', message, { pointer, ...extra });
+}
+
+/** Reads, validates and defaults a gateway configuration file. */
+export function loadGatewayConfig(file: string, options: LoadOptions = {}): GatewayConfig {
+  const path = resolve(file);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      throw new EnvelopeError('CONFIG_NOT_FOUND', `Configuration file not found: ${path}`, { path });
+    }
+    throw new EnvelopeError('CONFIG_INVALID', `Configuration file cannot be read: ${path} (${code})`, {
+      path,
+      pointer: '',
+    });
+  }
+  let value: unknown;
+  try {
+    // Strict: invalid UTF-8, duplicate keys and lone surrogates are errors, not guesses.
+    value = parseJsonBytes(bytes);
+  } catch (error) {
+    const reason = isEnvelopeError(error) ? error.message : String(error);
+    throw new EnvelopeError('CONFIG_INVALID', `${path}: ${reason}`, {
+      path,
+      pointer:
+        isEnvelopeError(error) && typeof error.details?.pointer === 'string' ? error.details.pointer : '',
+      cause_code: isEnvelopeError(error) ? error.code : 'JSON_MALFORMED',
+    });
+  }
+  return resolveGatewayConfig(value, dirname(path), { ...options, file: path });
+}
+
+/** Validates a configuration value and applies every default; paths resolve against `baseDir`. */
+export function resolveGatewayConfig(
+  value: unknown,
+  baseDir: string,
+  options: LoadOptions & { file?: string } = {},
+): GatewayConfig {
+  const registry = defaultRegistry();
+  registry.register(GATEWAY_CONFIG_SCHEMA);
+  const result = registry.validate(GATEWAY_CONFIG_SCHEMA_ID, value);
+  if (!result.valid) throw schemaProblem(result.issues, options.file);
+  const raw = value as RawConfig;
+  const env = options.env ?? process.env;
+  const at = (path: string) => resolvePath(baseDir, path);
+
+  const names = new Set<string>();
+  const upstreams = raw.upstreams.map((upstream, index) => {
+    if (names.has(upstream.name)) {
+      throw configError(
+        `Upstream name "${upstream.name}" is used twice`,
+        encodePointer(['upstreams', index, 'name']),
+      );
+    }
+    names.add(upstream.name);
+    return resolveUpstream(upstream, index, baseDir, env);
+  });
+
+  const tokens: AuthToken[] = [];
+  (raw.auth?.tokens ?? []).forEach((entry, index) => {
+    let token = entry.token;
+    if (entry.tokenEnv !== undefined) {
+      token = env[entry.tokenEnv];
+      if ((token === undefined || token.length === 0) && entry.optional === true) return;
+      if (token === undefined || token.length === 0) {
+        throw configError(
+          `Environment variable ${entry.tokenEnv} (bearer token for tier "${entry.tier}") is not set`,
+          encodePointer(['auth', 'tokens', index, 'tokenEnv']),
+        );
+      }
+    }
+    tokens.push({ name: entry.name ?? `token-${index + 1}`, token: token as string, tier: entry.tier });
+  });
+
+  const http = raw.listen?.http;
+  const listenHttp =
+    http === undefined || http === false
+      ? undefined
+      : {
+          host: http.host ?? '127.0.0.1',
+          port: http.port ?? 8787,
+          path: http.path ?? '/mcp',
+          allowedHosts: http.allowedHosts ?? defaultAllowedHosts(http.host ?? '127.0.0.1'),
+          allowedOrigins: http.allowedOrigins ?? [],
+          bodyLimitBytes: http.bodyLimitBytes ?? 4 * 1024 * 1024,
+        };
+
+  return {
+    file: options.file,
+    baseDir: resolve(baseDir),
+    upstreams,
+    listen: { stdio: raw.listen?.stdio ?? true, http: listenHttp },
+    auth: { required: raw.auth?.required ?? tokens.length > 0, tokens },
+    ledger: { enabled: raw.ledger?.enabled ?? true, path: at(raw.ledger?.path ?? 'data/ledger.sqlite') },
+    logs: {
+      enabled: raw.logs?.enabled ?? true,
+      dir: at(raw.logs?.dir ?? 'runs'),
+      includeArguments: raw.logs?.includeArguments ?? false,
+    },
+    ids: { seed: raw.ids?.seed },
+  };
+}
+
+function resolveUpstream(
+  upstream: RawUpstream,
+  index: number,
+  baseDir: string,
+  env: NodeJS.ProcessEnv,
+): UpstreamConfig {
+  let transport: StdioUpstream | HttpUpstream;
+  if (upstream.stdio) {
+    const { command, args, env: childEnv, cwd } = upstream.stdio;
+    transport = {
+      kind: 'stdio',
+      command: resolveCommand(baseDir, command),
+      args: args ?? [],
+      env: childEnv ?? {},
+      cwd: resolvePath(baseDir, cwd ?? '.'),
+    };
+  } else {
+    const { url, headers, headersFromEnv } = upstream.url as NonNullable<RawUpstream['url']>;
+    const merged: Record<string, string> = { ...headers };
+    for (const [header, variable] of Object.entries(headersFromEnv ?? {})) {
+      const found = env[variable];
+      if (found === undefined) {
+        throw configError(
+          `Environment variable ${variable} (header ${header} of upstream "${upstream.name}") is not set`,
+          encodePointer(['upstreams', index, 'url', 'headersFromEnv', header]),
+        );
+      }
+      merged[header] = found;
+    }
+    transport = { kind: 'http', url, headers: merged };
+  }
+  const restart = {
+    enabled: upstream.restart?.enabled ?? true,
+    initialDelayMs: upstream.restart?.initialDelayMs ?? 250,
+    maxDelayMs: upstream.restart?.maxDelayMs ?? 30_000,
+    factor: upstream.restart?.factor ?? 2,
+    maxAttempts: upstream.restart?.maxAttempts ?? 10,
+  };
+  if (restart.maxDelayMs < restart.initialDelayMs) {
+    throw configError(
+      `restart.maxDelayMs (${restart.maxDelayMs}) is below restart.initialDelayMs (${restart.initialDelayMs})`,
+      encodePointer(['upstreams', index, 'restart', 'maxDelayMs']),
+    );
+  }
+  return {
+    name: upstream.name,
+    transport,
+    dialect: upstream.dialect ?? 'legacy',
+    validation: {
+      input: upstream.validation?.input ?? 'enforce',
+      output: upstream.validation?.output ?? 'enforce',
+    },
+    provenance: {
+      enabled: upstream.provenance?.enabled ?? true,
+      mode: upstream.provenance?.mode ?? 'minimal',
+      captureArtifacts: upstream.provenance?.captureArtifacts ?? false,
+    },
+    timeouts: {
+      callMs: upstream.timeouts?.callMs ?? 60_000,
+      startMs: upstream.timeouts?.startMs ?? 15_000,
+      tools: upstream.timeouts?.tools ?? {},
+    },
+    restart,
+  };
+}
+
+/** The timeout of one tool call: the tool's own entry, else the upstream's default. */
+export function callTimeoutMs(upstream: UpstreamConfig, tool: string): number {
+  return Object.hasOwn(upstream.timeouts.tools, tool)
+    ? (upstream.timeouts.tools[tool] as number)
+    : upstream.timeouts.callMs;
+}
+
+/** The delay before restart attempt `attempt` (1-based): exponential, capped. */
+export function restartDelayMs(upstream: UpstreamConfig, attempt: number): number {
+  const { initialDelayMs, maxDelayMs, factor } = upstream.restart;
+  return Math.min(maxDelayMs, Math.round(initialDelayMs * factor ** Math.max(0, attempt - 1)));
+}
+
+/**
+ * `node` means the Node running the gateway (so TypeScript upstreams get the same
+ * type stripping, whatever PATH holds); another bare name is looked up on PATH;
+ * a relative path is relative to the configuration's folder.
+ */
+function resolveCommand(baseDir: string, command: string): string {
+  if (command === 'node') return process.execPath;
+  return command.includes('/') ? resolvePath(baseDir, command) : command;
+}
+
+function defaultAllowedHosts(host: string): string[] {
+  // Loopback binds get DNS-rebinding protection by default; other binds must list their names.
+  return LOOPBACK_HOSTS.includes(host) || host === '::1' ? [...LOOPBACK_HOSTS] : [];
+}
+
+function resolvePath(baseDir: string, path: string): string {
+  return isAbsolute(path) ? path : resolve(baseDir, path);
+}
+
+/**
+ * One error naming the most useful issue. Ajv reports every failed branch of a
+ * oneOf; the deepest pointer is nearly always the one a person must fix.
+ */
+function schemaProblem(issues: readonly SchemaIssue[], file: string | undefined): EnvelopeError {
+  const ranked = [...issues].sort(
+    (a, b) =>
+      depth(b.pointer) - depth(a.pointer) || Number(b.keyword === 'oneOf') - Number(a.keyword === 'oneOf'),
+  );
+  const first = ranked[0] as SchemaIssue;
+  const where = first.pointer === '' ? '/' : first.pointer;
+  const prefix = file === undefined ? '' : `${file}: `;
+  return configError(`${prefix}${where} ${oneOfHint(first)}`, first.pointer, {
+    ...(file === undefined ? {} : { path: file }),
+    issues: issues.map(({ pointer, message, keyword }) => ({ pointer, message, keyword })),
+  });
+}
+
+function oneOfHint(issue: SchemaIssue): string {
+  if (issue.keyword !== 'oneOf') return issue.message;
+  if (/^\/upstreams\/\d+$/.test(issue.pointer)) return 'must have exactly one of "stdio" or "url"';
+  if (/^\/auth\/tokens\/\d+$/.test(issue.pointer)) return 'must have exactly one of "token" or "tokenEnv"';
+  return issue.message;
+}
+
+function depth(pointer: string): number {
+  return pointer === '' ? 0 : pointer.split('/').length;
+}
+
+// The shape the schema admits, before defaults.
+interface RawUpstream {
+  name: string;
+  stdio?: { command: string; args?: string[]; env?: Record<string, string>; cwd?: string };
+  url?: { url: string; headers?: Record<string, string>; headersFromEnv?: Record<string, string> };
+  dialect?: UpstreamDialect;
+  validation?: { input?: ValidationMode; output?: ValidationMode };
+  provenance?: { enabled?: boolean; mode?: 'minimal' | 'full'; captureArtifacts?: boolean };
+  timeouts?: { callMs?: number; startMs?: number; tools?: Record<string, number> };
+  restart?: {
+    enabled?: boolean;
+    initialDelayMs?: number;
+    maxDelayMs?: number;
+    factor?: number;
+    maxAttempts?: number;
+  };
+}
+
+interface RawConfig {
+  upstreams: RawUpstream[];
+  listen?: { stdio?: boolean; http?: false | Partial<HttpListenConfig> };
+  auth?: {
+    required?: boolean;
+    tokens?: Array<{ name?: string; token?: string; tokenEnv?: string; tier: string; optional?: boolean }>;
+  };
+  ledger?: { enabled?: boolean; path?: string };
+  logs?: { enabled?: boolean; dir?: string; includeArguments?: boolean };
+  ids?: { seed?: string };
+}

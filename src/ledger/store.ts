@@ -1,0 +1,329 @@
+/**
+ * The provenance ledger: prov.record.v0.1 records in an embedded SQLite file
+ * (node:sqlite), one row per distinct record, in the order they were stored.
+ *
+ * WAL mode lets readers (the `ledger` CLI, an auditor) work while the gateway
+ * writes; the one writer process serializes its own inserts because
+ * DatabaseSync is synchronous, and busy_timeout covers a second process that
+ * briefly holds the write lock. The schema is versioned with PRAGMA
+ * user_version and migrated forward on open.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { canonicalize, parseJson } from '../canonical/index.ts';
+import { isJsonObject } from '../canonical/json-value.ts';
+import { claimsEnvelopeV01 } from '../envelope/prov-v01.ts';
+import { EnvelopeError } from '../errors/index.ts';
+import { computeRecordDigest } from '../provenance/integrity.ts';
+import type { ProvRecord } from '../provenance/record.ts';
+import { defaultRegistry, SCHEMA_IDS } from '../schemas/index.ts';
+import { MIGRATIONS } from './migrations.ts';
+
+export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
+
+export interface LedgerEntry {
+  /** Position in storage order, from 1. */
+  seq: number;
+  run_id: string;
+  /** The called tool (defaults to the record's tool.name). */
+  tool: string;
+  upstream: string | null;
+  /** SHA-256 (hex) of the record without its integrity block, over RFC 8785 bytes. */
+  record_digest: string;
+  created_at: string;
+  record: ProvRecord;
+  /** The mcp.envelope.v0.1 the record arrived in, when it was stored with it. */
+  envelope: Record<string, unknown> | null;
+}
+
+export interface InsertMeta {
+  tool?: string;
+  upstream?: string;
+  envelope?: Record<string, unknown>;
+}
+
+export interface InsertResult {
+  /** For a new row, record and envelope are the very values given (not copies). */
+  entry: LedgerEntry;
+  /** False when an identical record was already stored (inserts are idempotent). */
+  inserted: boolean;
+}
+
+export interface ListFilter {
+  tool?: string;
+  upstream?: string;
+  /** At most this many, newest first; default 100. */
+  limit?: number;
+}
+
+export interface OpenOptions {
+  /** Create the file (and its folder) when missing; otherwise LEDGER_NOT_FOUND. Default true. */
+  create?: boolean;
+  /** Injectable clock for created_at. */
+  now?: () => Date;
+}
+
+interface Row {
+  seq: number;
+  run_id: string;
+  tool: string;
+  upstream: string | null;
+  record_digest: string;
+  created_at: string;
+  record: string;
+  envelope: string | null;
+}
+
+const SQLITE_CORRUPT = 11;
+const SQLITE_NOTADB = 26;
+const DIGEST_KEY = /^(?:sha256:)?([0-9a-f]{64})$/;
+
+/** Turns a SQLite failure into a stable error; anything else passes through. */
+function ledgerError(error: unknown, path: string): unknown {
+  if (error instanceof EnvelopeError) return error;
+  const errcode = (error as { errcode?: number }).errcode;
+  if (errcode === SQLITE_CORRUPT || errcode === SQLITE_NOTADB) {
+    return new EnvelopeError('LEDGER_CORRUPT', `Ledger ${path} is not a readable SQLite database`, {
+      path,
+      sqlite: (error as { errstr?: string }).errstr ?? null,
+    });
+  }
+  if ((error as { code?: string }).code === 'ERR_SQLITE_ERROR') {
+    return new EnvelopeError(
+      'LEDGER_CORRUPT',
+      `Ledger ${path} failed: ${(error as Error).message}`,
+      { path, sqlite: (error as { errstr?: string }).errstr ?? null },
+      { cause: error },
+    );
+  }
+  return error;
+}
+
+export class Ledger {
+  readonly path: string;
+  private readonly db: DatabaseSync;
+  private readonly now: () => Date;
+
+  private constructor(path: string, db: DatabaseSync, now: () => Date) {
+    this.path = path;
+    this.db = db;
+    this.now = now;
+  }
+
+  /** Opens (or creates) a ledger file and brings its schema up to date. */
+  static open(file: string, options: OpenOptions = {}): Ledger {
+    const path = resolve(file);
+    const create = options.create ?? true;
+    if (!existsSync(path)) {
+      if (!create) throw new EnvelopeError('LEDGER_NOT_FOUND', `No ledger at ${path}`, { path });
+      mkdirSync(dirname(path), { recursive: true });
+    }
+    let db: DatabaseSync | undefined;
+    try {
+      db = new DatabaseSync(path);
+      db.exec('PRAGMA busy_timeout = 5000');
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA synchronous = NORMAL');
+      db.exec('PRAGMA foreign_keys = ON');
+      migrate(db, path);
+      return new Ledger(path, db, options.now ?? (() => new Date()));
+    } catch (error) {
+      db?.close();
+      throw ledgerError(error, path);
+    }
+  }
+
+  close(): void {
+    if (this.db.isOpen) this.db.close();
+  }
+
+  /** The schema version the file is at. */
+  version(): number {
+    return this.run(
+      () => (this.db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version,
+    );
+  }
+
+  /**
+   * Stores a record (or the record inside an mcp.envelope.v0.1, keeping the
+   * envelope for verification). The same record stored twice is one row.
+   */
+  insert(subject: unknown, meta: InsertMeta = {}): InsertResult {
+    let record: unknown = subject;
+    let envelope = meta.envelope;
+    if (claimsEnvelopeV01(subject)) {
+      envelope = subject as Record<string, unknown>;
+      record = envelope.provenance;
+    }
+    if (!isJsonObject(record)) {
+      throw new EnvelopeError('LEDGER_RECORD_INVALID', 'Nothing to store: no prov.record.v0.1 given', {
+        pointer: envelope ? '/provenance' : '',
+      });
+    }
+    const check = defaultRegistry().validate(SCHEMA_IDS.record, record);
+    if (!check.valid) {
+      const first = check.issues[0];
+      throw new EnvelopeError(
+        'LEDGER_RECORD_INVALID',
+        `Not a valid prov.record.v0.1: ${first?.pointer || '/'} ${first?.message ?? ''}`.trim(),
+        {
+          pointer: first?.pointer ?? '',
+          issues: check.issues.map(({ pointer, message }) => ({ pointer, message })),
+        },
+      );
+    }
+    const provRecord = record as unknown as ProvRecord;
+    const digest = computeRecordDigest(provRecord).value;
+    const createdAt = this.now().toISOString();
+    const tool = meta.tool ?? provRecord.tool.name;
+    const upstream = meta.upstream ?? null;
+    const recordText = canonicalize(provRecord);
+    const envelopeText = envelope === undefined ? null : canonicalize(envelope);
+    return this.run(() => {
+      const inserted = this.db
+        .prepare(
+          `INSERT INTO records (run_id, tool, upstream, record_digest, created_at, record, envelope)
+           VALUES (?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (record_digest) DO NOTHING
+           RETURNING seq`,
+        )
+        .get(provRecord.run_id, tool, upstream, digest, createdAt, recordText, envelopeText) as
+        | { seq: number }
+        | undefined;
+      if (inserted === undefined) {
+        // Already stored: report the row as it was first stored.
+        const row = this.db
+          .prepare('SELECT * FROM records WHERE record_digest = ?')
+          .get(digest) as unknown as Row;
+        return { entry: this.toEntry(row), inserted: false };
+      }
+      // The stored text is the canonical form of these values, so the entry needs no re-read.
+      const entry: LedgerEntry = {
+        seq: Number(inserted.seq),
+        run_id: provRecord.run_id,
+        tool,
+        upstream,
+        record_digest: digest,
+        created_at: createdAt,
+        record: provRecord,
+        envelope: envelope ?? null,
+      };
+      return { entry, inserted: true };
+    });
+  }
+
+  /** Entries newest first, optionally only one tool's or one upstream's. */
+  list(filter: ListFilter = {}): LedgerEntry[] {
+    const limit = filter.limit ?? 100;
+    if (!Number.isSafeInteger(limit) || limit < 1) {
+      throw new EnvelopeError('USAGE_ERROR', `limit must be a positive integer, got ${String(filter.limit)}`);
+    }
+    return this.run(() => {
+      const rows = this.db
+        .prepare(
+          `SELECT * FROM records
+           WHERE (:tool IS NULL OR tool = :tool) AND (:upstream IS NULL OR upstream = :upstream)
+           ORDER BY seq DESC LIMIT :limit`,
+        )
+        .all({ tool: filter.tool ?? null, upstream: filter.upstream ?? null, limit }) as unknown as Row[];
+      return rows.map((row) => this.toEntry(row));
+    });
+  }
+
+  /** Entries whose run id or record digest (hex, or `sha256:` + hex) is `key`, oldest first. */
+  find(key: string): LedgerEntry[] {
+    const digest = DIGEST_KEY.exec(key.toLowerCase())?.[1];
+    return this.run(() => {
+      const rows = this.db
+        .prepare('SELECT * FROM records WHERE run_id = ? OR record_digest = ? ORDER BY seq')
+        .all(key, digest ?? null) as unknown as Row[];
+      return rows.map((row) => this.toEntry(row));
+    });
+  }
+
+  /** Like find, but LEDGER_RECORD_NOT_FOUND when nothing matches. */
+  show(key: string): LedgerEntry[] {
+    const entries = this.find(key);
+    if (entries.length === 0) {
+      throw new EnvelopeError('LEDGER_RECORD_NOT_FOUND', `No record with run id or digest ${key}`, { key });
+    }
+    return entries;
+  }
+
+  count(): number {
+    return this.run(() =>
+      Number((this.db.prepare('SELECT count(*) AS n FROM records').get() as { n: number }).n),
+    );
+  }
+
+  /** Every entry, oldest first (for verify). */
+  *all(): Generator<LedgerEntry> {
+    const statement = this.db.prepare('SELECT * FROM records ORDER BY seq');
+    try {
+      for (const row of statement.iterate()) yield this.toEntry(row as unknown as Row);
+    } catch (error) {
+      throw ledgerError(error, this.path);
+    }
+  }
+
+  private toEntry(row: Row): LedgerEntry {
+    let record: ProvRecord;
+    let envelope: Record<string, unknown> | null;
+    try {
+      record = parseJson(row.record) as unknown as ProvRecord;
+      envelope = row.envelope === null ? null : (parseJson(row.envelope) as Record<string, unknown>);
+    } catch (error) {
+      throw new EnvelopeError(
+        'LEDGER_CORRUPT',
+        `Ledger ${this.path}: row ${row.seq} does not hold JSON`,
+        { path: this.path, seq: row.seq },
+        { cause: error },
+      );
+    }
+    return {
+      seq: Number(row.seq),
+      run_id: row.run_id,
+      tool: row.tool,
+      upstream: row.upstream,
+      record_digest: row.record_digest,
+      created_at: row.created_at,
+      record,
+      envelope,
+    };
+  }
+
+  private run<T>(body: () => T): T {
+    try {
+      return body();
+    } catch (error) {
+      throw ledgerError(error, this.path);
+    }
+  }
+}
+
+function migrate(db: DatabaseSync, path: string): void {
+  const current = (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
+  if (current > MIGRATIONS.length) {
+    throw new EnvelopeError(
+      'LEDGER_VERSION_UNSUPPORTED',
+      `Ledger ${path} is at schema version ${current}; this program knows up to ${MIGRATIONS.length}`,
+      { path, version: current, supported: MIGRATIONS.length },
+    );
+  }
+  for (let version = current + 1; version <= MIGRATIONS.length; version++) {
+    // IMMEDIATE takes the write lock up front, so two openers cannot both migrate.
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      const now = (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
+      if (now < version) {
+        db.exec(MIGRATIONS[version - 1] as string);
+        db.exec(`PRAGMA user_version = ${version}`);
+      }
+      db.exec('COMMIT');
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,568 @@
+import { performance } from 'node:perf_hooks';
+import type { CallToolResult } from '@modelcontextprotocol/server';
+import { digestValue } from '../canonical/digest.ts';
+import { isJsonObject } from '../canonical/json-value.ts';
+import {
+  type ObservedFailure,
+  toolReportedErrors,
+  type WrapOptions,
+  wrapFailure,
+  wrapLegacy,
+} from '../envelope/compat-policy.ts';
+import type { ResultDialectId } from '../envelope/dialect.ts';
+import type { IssueEntry, UpgradeHint } from '../envelope/model.ts';
+import { classifyV01, type EnvelopeV01 } from '../envelope/prov-v01.ts';
+import { EnvelopeError, type JsonRpcErrorObject, toJsonRpcError } from '../errors/index.ts';
+import { createIdSource, type IdSource } from '../ids/index.ts';
+import {
+  attachRecord,
+  buildCallRecord,
+  type CallControls,
+  METHODS,
+  type ProvRecord,
+  readCallControls,
+} from '../provenance/index.ts';
+import { attachRecordDigest } from '../provenance/integrity.ts';
+import { defaultRegistry, type SchemaIssue, type SchemaRegistry } from '../schemas/index.ts';
+import { assertDialectAvailable, detectForeign, fromEnvelopeV01, outputSchemaFor } from './dialects.ts';
+import {
+  contentText,
+  PROVENANCE_META_KEY,
+  type ToolResultLike,
+  type ToolResultPayload,
+  toolResultPayload,
+  valueToToolResult,
+} from './tool-result.ts';
+
+/**
+ * The one enforcement pipeline for a tools/call: validate the arguments,
+ * invoke the tool, turn whatever came back (a result, an error result, a
+ * rejection) into an envelope of the chosen dialect, validate structured
+ * output, attach provenance when the caller opted in, and report the call.
+ * The server middleware and the gateway both run every call through it, so
+ * they cannot drift apart.
+ */
+
+export type ValidationMode = 'enforce' | 'warn' | 'off';
+
+/** What the pipeline needs to know about a tool (a tools/list entry fits). */
+export interface PipelineTool {
+  name: string;
+  title?: string;
+  /** Version recorded in provenance; defaults to the server's. */
+  version?: string;
+  inputSchema?: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+}
+
+export type ToolArguments = Record<string, unknown> | undefined;
+
+export interface ToolCall {
+  tool: PipelineTool;
+  arguments?: ToolArguments;
+  /** The request's `params._meta` (provenance controls live here). */
+  meta?: unknown;
+  /** Runs the tool. A rejection is a failed execution (exception, crash, timeout). */
+  invoke: (args: ToolArguments, signal?: AbortSignal) => Promise<ToolResultLike>;
+  signal?: AbortSignal;
+  /**
+   * Results that are not the call's answer yet (an SDK input-required result,
+   * say) and go back unchanged: no envelope, no validation, no record.
+   */
+  isInterim?: (result: ToolResultLike) => boolean;
+}
+
+/** What happened to one call, for logs. */
+export type CallOutcome =
+  | 'ok'
+  | 'tool_error'
+  | 'execution_failed'
+  | 'invalid_input'
+  | 'invalid_output'
+  | 'denied'
+  | 'internal_error';
+
+export interface CallSummary {
+  tool: string;
+  dialect: ResultDialectId;
+  outcome: CallOutcome;
+  /** What was done with the tool's output. */
+  action: 'wrapped' | 'passed-through' | 'rejected';
+  /** The canonical code of the first error, or null. */
+  error_code: string | null;
+  request_id: string;
+  duration_ms: number;
+  /** sha256 over the RFC 8785 form of the arguments and of the returned structuredContent. */
+  arguments_digest: string;
+  result_digest: string;
+  provenance: boolean;
+  /** Fields of the model the chosen dialect could not carry. */
+  losses: number;
+}
+
+export interface RecordContext {
+  tool: string;
+  dialect: ResultDialectId;
+  request_id: string;
+  /** Where the record went: into the envelope, or the result's `_meta`. */
+  placement: 'envelope' | 'meta';
+}
+
+export type GateDecision =
+  | { allowed: true }
+  | { allowed: false; code: string; message: string; upgrade_hints?: UpgradeHint[] };
+
+/** Decides, before the tool runs, whether the caller's tier may use it. */
+export type FeatureGate = (request: {
+  tool: string;
+  tier?: string;
+  arguments: ToolArguments;
+}) => GateDecision;
+
+export interface PipelineOptions {
+  /** Dialect of every result; default `prov-v0.1`. */
+  dialect?: ResultDialectId;
+  /** Arguments against the tool's inputSchema; default `enforce`. */
+  inputValidation?: ValidationMode;
+  /** Structured output against the tool's outputSchema; default `enforce`. */
+  outputValidation?: ValidationMode;
+  /**
+   * How rejected arguments are answered: `result` (default) an error envelope with
+   * INVALID_INPUT, like every other failure; `jsonrpc-error` a JSON-RPC error -32602
+   * (thrown as a PipelineRpcError).
+   */
+  invalidInput?: 'result' | 'jsonrpc-error';
+  /** Run and request ids; pass `createIdSource(seed)` for deterministic ids. Default random. */
+  ids?: IdSource;
+  /** Identity recorded in provenance. */
+  server?: { name: string; version: string };
+  /** Adapter name in envelopes and records; default `mcp-envelope`. */
+  adapter?: string;
+  tier?: string;
+  gate?: FeatureGate;
+  registry?: SchemaRegistry;
+  /** A tool that has not answered after this long has failed (ADAPTER.EXECUTION.FAILED); its signal is aborted. */
+  timeoutMs?: number;
+  /** Receives every provenance record built (the gateway's ledger). */
+  onRecord?: (record: ProvRecord, context: RecordContext) => void | Promise<void>;
+  /** Receives one summary per call (the gateway's JSONL log). */
+  onCall?: (summary: CallSummary) => void;
+}
+
+/** A tool's own schema could not be compiled. */
+class ToolSchemaError extends Error {}
+
+/** The rejection of a tool call that ran out of time. */
+export class ToolTimeoutError extends Error {
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super(`the tool did not answer within ${timeoutMs} ms`);
+    this.name = 'TimeoutError';
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** A call the pipeline answers with a JSON-RPC error instead of a result. */
+export class PipelineRpcError extends EnvelopeError {
+  readonly rpcError: JsonRpcErrorObject;
+
+  constructor(code: string, message: string, details: Record<string, unknown>) {
+    super(code, message, details);
+    this.name = 'PipelineRpcError';
+    this.rpcError = toJsonRpcError(code, message, details);
+  }
+}
+
+export interface Pipeline {
+  readonly dialect: ResultDialectId;
+  /** The envelope schema to advertise as every tool's outputSchema (none for `legacy`). */
+  readonly outputSchema: Record<string, unknown> | undefined;
+  callTool(call: ToolCall): Promise<CallToolResult>;
+}
+
+const DEFAULT_ADAPTER = 'mcp-envelope';
+const INVALID_PARAMS = 'Invalid params';
+
+/** Methods whose contracts are defined on an mcp.envelope.v0.1 around the record. */
+const V01_ENVELOPE_METHODS = new Set<string>([
+  METHODS.wrap,
+  METHODS.passThrough,
+  METHODS.attachRecord,
+  METHODS.errorsCapture,
+  METHODS.warningsCapture,
+]);
+
+function issueSummary(issues: readonly SchemaIssue[]): { pointer: string; text: string } {
+  const first = issues[0];
+  const pointer = first?.pointer ?? '';
+  const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
+  return { pointer, text: `${pointer || '/'} ${first?.message ?? 'does not match'}${more}` };
+}
+
+function entry(code: string, message: string, details: IssueEntry['details']): IssueEntry {
+  return details && Object.keys(details).length > 0 ? { code, message, details } : { code, message };
+}
+
+/** Details an error carries about a failed process or a failed upstream call. */
+function observedFailure(error: unknown): ObservedFailure {
+  const failure: ObservedFailure = { exception: error };
+  if (isJsonObject(error) || error instanceof Error) {
+    const fields = error as unknown as Record<string, unknown>;
+    const exit = fields.exitCode ?? fields.exit_code;
+    if (typeof exit === 'number' || exit === null) failure.exitCode = exit;
+    if (typeof fields.signal === 'string') failure.signal = fields.signal;
+    if (typeof fields.stderr === 'string') failure.stderr = fields.stderr;
+  }
+  return failure;
+}
+
+interface Built {
+  /** The mcp.envelope.v0.1 built here, or one the tool returned (passed through). */
+  envelope?: EnvelopeV01;
+  /** An envelope of another dialect the tool returned (passed through unchanged). */
+  foreign?: Record<string, unknown>;
+  /** Exact text to carry when a pass-through envelope arrived as text. */
+  text?: string;
+  isError: boolean;
+  outcome: CallOutcome;
+  action: CallSummary['action'];
+  errorCode: string | null;
+  /** The payload the record's output artifact stands for. */
+  result: unknown;
+}
+
+function ownBuilt(envelope: EnvelopeV01, outcome: CallOutcome, action: CallSummary['action']): Built {
+  const isError = (envelope.errors?.length ?? 0) > 0;
+  return {
+    envelope,
+    isError,
+    outcome: isError && outcome === 'ok' ? 'tool_error' : outcome,
+    action,
+    errorCode: envelope.errors?.[0]?.code ?? null,
+    result: envelope.result,
+  };
+}
+
+export function createPipeline(options: PipelineOptions = {}): Pipeline {
+  const dialect = options.dialect ?? 'prov-v0.1';
+  assertDialectAvailable(dialect);
+  const inputMode = options.inputValidation ?? 'enforce';
+  const outputMode = options.outputValidation ?? 'enforce';
+  const invalidInputAs = options.invalidInput ?? 'result';
+  const ids = options.ids ?? createIdSource();
+  const adapter = options.adapter ?? DEFAULT_ADAPTER;
+  const registry = options.registry ?? defaultRegistry();
+  const outputSchema = outputSchemaFor(dialect);
+
+  /** A tool schema that does not compile is the server's defect, answered as INTERNAL_ERROR. */
+  function validatorFor(schema: Record<string, unknown>) {
+    try {
+      return registry.validatorForSchema(schema);
+    } catch (error) {
+      if (error instanceof EnvelopeError) throw new ToolSchemaError(error.message);
+      throw error;
+    }
+  }
+
+  function wrapOptions(requestId: string, warnings: IssueEntry[]): WrapOptions {
+    return { meta: { adapter, request_id: requestId }, warnings };
+  }
+
+  function rejected(
+    outcome: CallOutcome,
+    error: IssueEntry,
+    requestId: string,
+    warnings: IssueEntry[],
+  ): Built {
+    return ownBuilt(
+      wrapFailure({ toolErrors: [error] }, wrapOptions(requestId, warnings)),
+      outcome,
+      'rejected',
+    );
+  }
+
+  function invalidInput(message: string, pointer: string, requestId: string, warnings: IssueEntry[]): Built {
+    if (invalidInputAs === 'jsonrpc-error') {
+      throw new PipelineRpcError('INVALID_INPUT', INVALID_PARAMS, { pointer, reason: message });
+    }
+    const error = entry('INVALID_INPUT', `${INVALID_PARAMS}: ${message}`, {
+      pointer,
+      jsonrpc_code: toJsonRpcError('INVALID_INPUT').code,
+    });
+    return rejected('invalid_input', error, requestId, warnings);
+  }
+
+  /** Validates the tool's structured output; returns the error entry when it does not match. */
+  function outputProblem(tool: PipelineTool, raw: ToolResultLike, payload: ToolResultPayload) {
+    if (outputMode === 'off' || !tool.outputSchema || raw.isError) return undefined;
+    const structured = payload.source === 'structured' || payload.source === 'json-text';
+    if (!structured) {
+      return entry(
+        'INVALID_OUTPUT',
+        `Invalid tool output: ${tool.name} declares an outputSchema but returned no structured content`,
+        {
+          pointer: '',
+          jsonrpc_code: toJsonRpcError('INVALID_OUTPUT').code,
+        },
+      );
+    }
+    const checked = validatorFor(tool.outputSchema)(payload.value);
+    if (checked.valid) return undefined;
+    const { pointer, text } = issueSummary(checked.issues);
+    return entry('INVALID_OUTPUT', `Invalid tool output: ${text}`, {
+      pointer,
+      jsonrpc_code: toJsonRpcError('INVALID_OUTPUT').code,
+    });
+  }
+
+  function fromResult(
+    tool: PipelineTool,
+    raw: ToolResultLike,
+    requestId: string,
+    warnings: IssueEntry[],
+  ): Built {
+    const payload = toolResultPayload(raw);
+    const problem = outputProblem(tool, raw, payload);
+    if (problem && outputMode === 'enforce') return rejected('invalid_output', problem, requestId, warnings);
+    if (problem) warnings.push(problem);
+    const isError = raw.isError === true;
+
+    // An envelope, in any dialect and also as JSON text, passes through unchanged.
+    const structured = payload.source === 'structured' || payload.source === 'json-text';
+    const v01 = structured ? classifyV01(payload.value) : { kind: 'legacy' as const };
+    if (v01.kind === 'envelope') {
+      const built = ownBuilt(v01.envelope, 'ok', 'passed-through');
+      if (payload.source === 'json-text') built.text = payload.text;
+      if (isError || built.isError) {
+        built.isError = true;
+        built.outcome = 'tool_error';
+      }
+      return built;
+    }
+    if (v01.kind === 'invalid-envelope') {
+      const { pointer, text } = issueSummary(v01.issues);
+      const error = entry('INVALID_OUTPUT', `Invalid tool output: not a valid mcp.envelope.v0.1: ${text}`, {
+        pointer,
+        jsonrpc_code: toJsonRpcError('INVALID_OUTPUT').code,
+      });
+      return rejected('invalid_output', error, requestId, warnings);
+    }
+    const foreign = structured ? detectForeign(payload.value) : undefined;
+    if (foreign?.match) {
+      const failed = isError || !foreign.model.ok;
+      return {
+        foreign: foreign.value,
+        ...(payload.source === 'json-text' ? { text: payload.text } : {}),
+        isError: failed,
+        outcome: failed ? 'tool_error' : 'ok',
+        action: 'passed-through',
+        errorCode: failed ? (foreign.model.error?.code ?? foreign.model.errors?.[0]?.code ?? null) : null,
+        result: foreign.model.data,
+      };
+    }
+    if (foreign && !foreign.match) {
+      // A near miss is never legacy: wrapping it would nest one envelope in another.
+      const error = entry('INVALID_OUTPUT', `Invalid tool output: ${foreign.message}`, {
+        dialect: foreign.dialect,
+        jsonrpc_code: toJsonRpcError('INVALID_OUTPUT').code,
+      });
+      return rejected('invalid_output', error, requestId, warnings);
+    }
+
+    if (isError) {
+      const text = contentText(raw.content);
+      const textual = payload.source === 'text' || payload.source === 'empty';
+      const failure: ObservedFailure = {
+        message: text || `Tool ${tool.name} reported an error`,
+        ...(textual ? {} : { partialOutput: payload.value }),
+      };
+      const own = textual ? undefined : toolReportedErrors(payload.value);
+      if (own) failure.toolErrors = own;
+      return ownBuilt(wrapFailure(failure, wrapOptions(requestId, warnings)), 'tool_error', 'wrapped');
+    }
+    return ownBuilt(wrapLegacy(payload.value, wrapOptions(requestId, warnings)), 'ok', 'wrapped');
+  }
+
+  function fromRejection(error: unknown, requestId: string, warnings: IssueEntry[]): Built {
+    if (error instanceof EnvelopeError && error.code === 'INVALID_INPUT') {
+      const pointer = typeof error.details?.pointer === 'string' ? error.details.pointer : '';
+      return invalidInput(error.message, pointer, requestId, warnings);
+    }
+    return ownBuilt(
+      wrapFailure(observedFailure(error), wrapOptions(requestId, warnings)),
+      'execution_failed',
+      'wrapped',
+    );
+  }
+
+  async function invokeWithTimeout(call: ToolCall): Promise<ToolResultLike> {
+    const timeoutMs = options.timeoutMs;
+    if (timeoutMs === undefined) return call.invoke(call.arguments, call.signal);
+    const controller = new AbortController();
+    const signal = call.signal ? AbortSignal.any([call.signal, controller.signal]) : controller.signal;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new ToolTimeoutError(timeoutMs);
+        // Settle first, so that a tool answering its abort cannot win the race.
+        reject(error);
+        controller.abort(error);
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([call.invoke(call.arguments, signal), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function run(call: ToolCall, requestId: string): Promise<Built | { interim: ToolResultLike }> {
+    const warnings: IssueEntry[] = [];
+    const { tool } = call;
+    if (options.gate) {
+      const decision = options.gate({ tool: tool.name, tier: options.tier, arguments: call.arguments });
+      if (!decision.allowed) {
+        return rejected('denied', entry(decision.code, decision.message, undefined), requestId, warnings);
+      }
+    }
+    if (inputMode !== 'off' && tool.inputSchema) {
+      const checked = validatorFor(tool.inputSchema)(call.arguments ?? {});
+      if (!checked.valid) {
+        const { pointer, text } = issueSummary(checked.issues);
+        if (inputMode === 'enforce') return invalidInput(text, pointer, requestId, warnings);
+        warnings.push(entry('INVALID_INPUT', `${INVALID_PARAMS}: ${text}`, { pointer }));
+      }
+    }
+    let raw: ToolResultLike;
+    try {
+      raw = await invokeWithTimeout(call);
+    } catch (error) {
+      return fromRejection(error, requestId, warnings);
+    }
+    if (call.isInterim?.(raw)) return { interim: raw };
+    return fromResult(tool, raw, requestId, warnings);
+  }
+
+  function record(call: ToolCall, built: Built, controls: CallControls, requestId: string): ProvRecord {
+    const attached = dialect === 'prov-v0.1' && built.action !== 'passed-through' && !built.foreign;
+    const built0 = buildCallRecord({
+      runId: requestId,
+      tool: {
+        name: call.tool.name,
+        version: call.tool.version ?? options.server?.version ?? '0.0.0',
+        adapter,
+      },
+      action: built.action === 'passed-through' ? 'passed-through' : 'wrapped',
+      inputs: [
+        {
+          id: 'arguments',
+          mediaType: 'application/json',
+          content: { json: call.arguments ?? {} },
+        },
+      ],
+      result: built.result,
+      capturedErrors: (built.envelope?.errors?.length ?? 0) > 0,
+      capturedWarnings: (built.envelope?.warnings?.length ?? 0) > 0,
+      attached,
+      controls,
+    });
+    const v01Around = !built.foreign && (dialect === 'prov-v0.1' || built.action === 'passed-through');
+    if (v01Around) return built0;
+    // No mcp.envelope.v0.1 surrounds this record, so the adapter methods defined on one are not claimed.
+    const methods = built0.methods.filter((method) => !V01_ENVELOPE_METHODS.has(method));
+    const { integrity, ...rest } = built0;
+    const stripped: ProvRecord = { ...rest, methods };
+    return integrity ? attachRecordDigest(stripped) : stripped;
+  }
+
+  async function callTool(call: ToolCall): Promise<CallToolResult> {
+    const started = performance.now();
+    const requestId = ids.runId({ tool: call.tool.name, arguments: call.arguments ?? {} });
+    let controls: CallControls;
+    try {
+      controls = readCallControls(call.meta);
+    } catch (error) {
+      if (!(error instanceof EnvelopeError)) throw error;
+      return finish(
+        call,
+        fromRejection(error, requestId, []),
+        readCallControls(undefined),
+        requestId,
+        started,
+      );
+    }
+    let ran: Awaited<ReturnType<typeof run>>;
+    try {
+      ran = await run(call, requestId);
+    } catch (error) {
+      if (!(error instanceof ToolSchemaError)) throw error;
+      const entryFor = entry(
+        'INTERNAL_ERROR',
+        `Tool ${call.tool.name} has a schema that does not compile: ${error.message}`,
+        undefined,
+      );
+      ran = rejected('internal_error', entryFor, requestId, []);
+    }
+    if ('interim' in ran) return ran.interim as CallToolResult;
+    return finish(call, ran, controls, requestId, started);
+  }
+
+  async function finish(
+    call: ToolCall,
+    built: Built,
+    controls: CallControls,
+    requestId: string,
+    started: number,
+  ): Promise<CallToolResult> {
+    const resultMeta: Record<string, unknown> = {};
+    let envelope = built.envelope;
+    let provRecord: ProvRecord | undefined;
+    if (controls.captureProvenance) {
+      provRecord = record(call, built, controls, requestId);
+      const inEnvelope = dialect === 'prov-v0.1' && built.action !== 'passed-through' && !built.foreign;
+      if (inEnvelope && envelope) envelope = attachRecord(envelope, provRecord);
+      else resultMeta[PROVENANCE_META_KEY] = provRecord;
+      await options.onRecord?.(provRecord, {
+        tool: call.tool.name,
+        dialect,
+        request_id: requestId,
+        placement: inEnvelope ? 'envelope' : 'meta',
+      });
+    }
+    let value: unknown;
+    let text = built.text;
+    let losses = 0;
+    if (built.foreign || built.action === 'passed-through' || !envelope) {
+      value = built.foreign ?? envelope;
+    } else {
+      const converted = fromEnvelopeV01(envelope, dialect, { tool: call.tool.name, requestId });
+      value = converted.value;
+      losses = converted.losses.length;
+      text = undefined;
+    }
+    const result = valueToToolResult(value, {
+      isError: built.isError,
+      ...(text === undefined ? {} : { text }),
+      meta: resultMeta,
+    });
+    if (options.onCall) {
+      options.onCall({
+        tool: call.tool.name,
+        dialect,
+        outcome: built.outcome,
+        action: built.action,
+        error_code: built.errorCode,
+        request_id: requestId,
+        duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+        arguments_digest: digestValue(call.arguments ?? {}).value,
+        result_digest: digestValue(value).value,
+        provenance: provRecord !== undefined,
+        losses,
+      });
+    }
+    return result;
+  }
+
+  return { dialect, outputSchema, callTool };
+}

@@ -1,0 +1,195 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DIALECT_FIXTURES } from '../support/dialect-fixtures.ts';
+
+/** The CLI as users run it: bin/mcp-envelope in a child process (run after the build). */
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'mcp-envelope');
+const work = mkdtempSync(join(tmpdir(), 'mcp-envelope-dialects-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(args: string[], stdin?: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin ?? '');
+  });
+}
+
+const fixture = (name: string): string => join(DIALECT_FIXTURES, name);
+
+function temp(name: string, content: string): string {
+  const path = join(work, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+describe('mcp-envelope detect / normalize / convert / validate --as / wrap --dialect', () => {
+  it('detects a dialect (exit 0) and explains a near miss (exit 1)', async () => {
+    const found = await run(['detect', fixture('scalpel-v1.ok.json'), '--json']);
+    expect(found.code).toBe(0);
+    expect(JSON.parse(found.stdout)).toMatchObject({ dialect: 'scalpel-v1', near: [] });
+    const near = await run(['detect', '-'], '{"ok":true,"tool":"t","schema_version":"2025-01-01","data":{}}');
+    expect(near.code).toBe(1);
+    expect(near.stdout).toContain('no dialect (near: hosted-v2)');
+    expect(near.stdout).toContain('/schema_version must equal "2026-02-19"');
+  });
+
+  it('detects text that is not JSON as legacy text', async () => {
+    const result = await run(['detect', temp('words.txt', 'just some words {')]);
+    expect(result).toMatchObject({ code: 0, stdout: 'legacy (text)\n' });
+  });
+
+  it('normalizes any dialect into the model', async () => {
+    const result = await run(['normalize', fixture('scalpel-v1.error.json')]);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      from: 'scalpel-v1',
+      model: { ok: false, tool: 'extract_code', error: { code: 'NOT_FOUND', retriable: false } },
+    });
+  });
+
+  it('converts, reporting losses on stderr; --strict refuses with CONVERSION_LOSSY and exit 1', async () => {
+    const loose = await run(['convert', fixture('scalpel-v1.error.json'), '--to', 'hosted-v2']);
+    expect(loose.code).toBe(0);
+    expect(JSON.parse(loose.stdout)).toMatchObject({
+      ok: false,
+      tool: 'extract_code',
+      schema_version: '2026-02-19',
+      error: { code: 'NOT_FOUND', retriable: false },
+    });
+    expect(loose.stderr).toContain('loss: /meta/tier');
+    const strict = await run(['convert', fixture('scalpel-v1.error.json'), '--to', 'hosted-v2', '--strict']);
+    expect(strict.code).toBe(1);
+    expect(strict.stderr).toMatch(/^error\[CONVERSION_LOSSY\]/);
+    const lossless = await run([
+      'convert',
+      fixture('hosted-v2.ok.json'),
+      '--to',
+      'scalpel-v1',
+      '--strict',
+      '--json',
+    ]);
+    expect(lossless.code).toBe(0);
+    expect(JSON.parse(lossless.stdout)).toMatchObject({ from: 'hosted-v2', to: 'scalpel-v1', losses: [] });
+  });
+
+  it('refuses a request envelope and an unknown dialect with exit 2', async () => {
+    const request = await run(['convert', fixture('jsonrpc-request.json'), '--to', 'legacy']);
+    expect(request.code).toBe(2);
+    expect(request.stderr).toContain('error[NOT_A_RESULT]');
+    const unknown = await run(['convert', fixture('legacy.text.json'), '--to', 'nope']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('error[USAGE_ERROR]');
+  });
+
+  it('validates against a dialect with --as', async () => {
+    const valid = await run(['validate', fixture('a11y-v0.1.ok.json'), '--as', 'a11y-v0.1']);
+    expect(valid).toMatchObject({ code: 0, stdout: 'valid a11y.envelope.v0.1\n' });
+    const invalid = await run(['validate', fixture('hosted-v2.ok.json'), '--as', 'scalpel-v1', '--json']);
+    expect(invalid.code).toBe(1);
+    expect(JSON.parse(invalid.stdout)).toMatchObject({ valid: false, as: 'scalpel-v1' });
+    const request = await run(['validate', fixture('jsonrpc-request.json'), '--as', 'jsonrpc-request']);
+    expect(request.code).toBe(0);
+    const detected = await run(['validate', fixture('scalpel-v1.ok.json')]);
+    expect(detected).toMatchObject({ code: 0, stdout: 'valid scalpel.envelope.v1\n' });
+  });
+
+  it('wraps a legacy payload in the chosen dialect, and passes an envelope of that dialect through unchanged', async () => {
+    const wrapped = await run(
+      ['wrap', '--dialect', 'scalpel-v1', '--tool-name', 'security_scan', '--request-id', 'r-1', '-'],
+      '{"findings":[]}',
+    );
+    expect(wrapped.code).toBe(0);
+    expect(JSON.parse(wrapped.stdout)).toMatchObject({
+      tool_id: 'security_scan',
+      request_id: 'r-1',
+      error: null,
+      data: { findings: [] },
+    });
+    const same = await run(['wrap', '--dialect', 'hosted-v2', fixture('hosted-v2.ok.json')]);
+    expect(same.code).toBe(0);
+    expect(same.stdout).toBe(
+      '{\n  "ok": true,\n  "tool": "fill_template",\n  "schema_version": "2026-02-19",\n  "data": {}\n}\n',
+    );
+    const text = await run(
+      ['wrap', '--text', '--dialect', 'hosted-v2', '--tool-name', 'echo', '-'],
+      '{"a":1}',
+    );
+    expect(JSON.parse(text.stdout)).toEqual({
+      ok: true,
+      tool: 'echo',
+      schema_version: '2026-02-19',
+      data: '{"a":1}',
+    });
+    const converted = await run(['wrap', fixture('hosted-v2.ok.json')]);
+    expect(JSON.parse(converted.stdout)).toEqual({ schema_version: 'mcp.envelope.v0.1', result: {} });
+  });
+
+  it('trims the payload to a profile, with a profile configuration file', async () => {
+    const result = temp(
+      'scan.json',
+      JSON.stringify({
+        risk: 'high',
+        findings: [],
+        notes: null,
+        debug: { cache_hit: false },
+        truncated: false,
+      }),
+    );
+    const standard = await run(['convert', result, '--to', 'legacy', '--profile', 'standard']);
+    expect(JSON.parse(standard.stdout)).toEqual({
+      risk: 'high',
+      debug: { cache_hit: false },
+      truncated: false,
+    });
+    const config = temp('profile.json', JSON.stringify({ defaults: { cache_hit: false, truncated: false } }));
+    const minimal = await run([
+      'convert',
+      result,
+      '--to',
+      'legacy',
+      '--profile',
+      'minimal',
+      '--profile-config',
+      config,
+    ]);
+    expect(JSON.parse(minimal.stdout)).toEqual({ risk: 'high' });
+    const bad = await run([
+      'normalize',
+      result,
+      '--profile',
+      'minimal',
+      '--profile-config',
+      temp('bad.json', '{"x":1}'),
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('error[USAGE_ERROR]');
+  });
+
+  it('refuses to wrap a near-miss envelope (no double wrap)', async () => {
+    const result = await run(
+      ['wrap', '--dialect', 'scalpel-v1', '-'],
+      JSON.stringify({ mcp: { envelope: 'x' }, result: {} }),
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('error[ENVELOPE_INVALID]');
+  });
+});

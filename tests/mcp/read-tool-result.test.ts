@@ -1,0 +1,201 @@
+import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createExampleServer } from '../../examples/envelope-server.ts';
+import { DIALECT_IDS, type ResultDialectId } from '../../src/envelope/dialect.ts';
+import { createIdSource } from '../../src/ids/index.ts';
+import { callToolWithRetry, createPipeline, readToolResult } from '../../src/mcp/index.ts';
+
+const open: Client[] = [];
+afterEach(async () => {
+  for (const client of open.splice(0)) await client.close();
+});
+
+async function exampleClient(): Promise<Client> {
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+  const client = new Client({ name: 'reader', version: '1.0.0' });
+  await createExampleServer({ seed: 'read' }).connect(serverTransport);
+  await client.connect(clientTransport);
+  open.push(client);
+  return client;
+}
+
+function available(dialect: ResultDialectId): boolean {
+  try {
+    createPipeline({ dialect });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const RESULT_DIALECTS = DIALECT_IDS.filter((id): id is ResultDialectId => id !== 'jsonrpc-request');
+
+describe('readToolResult', () => {
+  it('reads an mcp.envelope.v0.1 from structuredContent or from the text alone', () => {
+    const envelope = { schema_version: 'mcp.envelope.v0.1', result: { n: 1 } };
+    const structured = readToolResult({ content: [], structuredContent: envelope });
+    expect(structured).toMatchObject({
+      ok: true,
+      data: { n: 1 },
+      dialect: 'prov-v0.1',
+      source: 'structured',
+    });
+    const text = readToolResult({ content: [{ type: 'text', text: JSON.stringify(envelope) }] });
+    expect(text).toMatchObject({ ok: true, data: { n: 1 }, dialect: 'prov-v0.1', source: 'json-text' });
+  });
+
+  it('narrows the failure branch to one with an error', () => {
+    const read = readToolResult({
+      content: [],
+      structuredContent: {
+        schema_version: 'mcp.envelope.v0.1',
+        result: null,
+        errors: [{ code: 'RATE_LIMITED', message: 'later' }],
+      },
+      isError: true,
+    });
+    if (read.ok) throw new Error('expected a failure');
+    expect(read.error).toMatchObject({ code: 'RATE_LIMITED', message: 'later', retriable: true });
+  });
+
+  it('reads legacy results: text, JSON text, other content, and error results', () => {
+    expect(readToolResult({ content: [{ type: 'text', text: 'hello' }] })).toMatchObject({
+      ok: true,
+      data: 'hello',
+      dialect: 'legacy',
+      source: 'text',
+    });
+    expect(readToolResult({ content: [{ type: 'text', text: '[1,2]' }] })).toMatchObject({
+      ok: true,
+      data: [1, 2],
+    });
+    const image = { type: 'image', data: 'AAAA', mimeType: 'image/png' };
+    expect(readToolResult({ content: [image] })).toMatchObject({
+      ok: true,
+      data: [image],
+      source: 'content',
+    });
+    expect(readToolResult({ content: [{ type: 'text', text: 'boom' }], isError: true })).toMatchObject({
+      ok: false,
+      error: { code: 'ADAPTER.EXECUTION.FAILED', message: 'boom', retriable: false },
+    });
+    expect(
+      readToolResult({
+        content: [],
+        structuredContent: { error: { code: 'RATE_LIMITED', message: 'x' } },
+        isError: true,
+      }),
+    ).toMatchObject({ ok: false, error: { code: 'RATE_LIMITED', retriable: true } });
+  });
+
+  it('reads a near-miss envelope as ENVELOPE_INVALID, never as data', () => {
+    const read = readToolResult({
+      content: [],
+      structuredContent: { schema_version: 'mcp.envelope.v0.1', result: 1, unknown: true },
+    });
+    expect(read).toMatchObject({ ok: false, dialect: 'prov-v0.1', error: { code: 'ENVELOPE_INVALID' } });
+  });
+
+  it('rejects a value that is no CallToolResult with a stable code', () => {
+    expect(() => readToolResult('nope' as never)).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+  });
+
+  it('reads back what the pipeline writes, in every available dialect', async () => {
+    const dialects = RESULT_DIALECTS.filter(available);
+    expect(dialects).toEqual(expect.arrayContaining(['prov-v0.1', 'legacy']));
+    for (const dialect of dialects) {
+      const pipeline = createPipeline({ dialect, ids: createIdSource(dialect) });
+      const tool = { name: 'lookup' };
+      const ok = await pipeline.callTool({
+        tool,
+        arguments: {},
+        meta: { capture_provenance: true },
+        invoke: async () => ({ content: [{ type: 'text', text: '{"found":[1,2]}' }] }),
+      });
+      const read = readToolResult(ok);
+      expect(read, dialect).toMatchObject({ ok: true, data: { found: [1, 2] }, dialect });
+      if (dialect !== 'legacy') {
+        expect(read.provenance, dialect).toMatchObject({ schema_version: 'prov.record.v0.1' });
+      }
+      const failed = await pipeline.callTool({
+        tool,
+        arguments: {},
+        invoke: async () => {
+          throw new Error('down');
+        },
+      });
+      const failure = readToolResult(failed);
+      expect(failure.ok, dialect).toBe(false);
+      if (!failure.ok) expect(failure.error.code, dialect).toBe('ADAPTER.EXECUTION.FAILED');
+    }
+  });
+});
+
+describe('callToolWithRetry against a real server tool', () => {
+  it('retries a retriable failure until the tool succeeds', async () => {
+    const client = await exampleClient();
+    const delays: number[] = [];
+    const read = await callToolWithRetry(
+      client,
+      { name: 'flaky', arguments: { key: 'three', failures: 3 } },
+      { retries: 5, baseDelayMs: 10, maxDelayMs: 40, sleep: async (ms) => void delays.push(ms) },
+    );
+    expect(read).toMatchObject({ ok: true, attempts: 4, data: { attempts: 4 } });
+    expect(delays).toHaveLength(3);
+    for (const [index, delay] of delays.entries()) {
+      expect(delay).toBeGreaterThanOrEqual(0);
+      expect(delay).toBeLessThan(Math.min(40, 10 * 2 ** index));
+    }
+  });
+
+  it('gives up after the retries, and does not retry what is not retriable', async () => {
+    const client = await exampleClient();
+    const exhausted = await callToolWithRetry(
+      client,
+      { name: 'flaky', arguments: { key: 'many', failures: 5 } },
+      { retries: 2, baseDelayMs: 1, maxDelayMs: 2 },
+    );
+    expect(exhausted).toMatchObject({ ok: false, attempts: 3, error: { code: 'RATE_LIMITED' } });
+    const fatal = await callToolWithRetry(
+      client,
+      { name: 'explode', arguments: {} },
+      { retries: 4, baseDelayMs: 1 },
+    );
+    expect(fatal).toMatchObject({ ok: false, attempts: 1, error: { code: 'ADAPTER.EXECUTION.FAILED' } });
+  });
+
+  it("waits until the rate limit's reset_at, and stops when it is beyond the bound", async () => {
+    const client = await exampleClient();
+    const resetAt = '2030-01-01T00:00:00.000Z';
+    const delays: number[] = [];
+    const read = await callToolWithRetry(
+      client,
+      { name: 'flaky', arguments: { key: 'reset', failures: 1, resetAt } },
+      { now: () => Date.parse(resetAt) - 250, maxDelayMs: 1000, sleep: async (ms) => void delays.push(ms) },
+    );
+    expect(read).toMatchObject({ ok: true, attempts: 2 });
+    expect(delays).toEqual([250]);
+    const far = await callToolWithRetry(
+      client,
+      { name: 'flaky', arguments: { key: 'far', failures: 1, resetAt } },
+      { now: () => Date.parse(resetAt) - 5000, maxDelayMs: 1000, sleep: async () => {} },
+    );
+    expect(far).toMatchObject({
+      ok: false,
+      attempts: 1,
+      error: { code: 'RATE_LIMITED', details: { reset_at: resetAt } },
+    });
+  });
+
+  it('stops waiting when the signal aborts', async () => {
+    const client = await exampleClient();
+    const controller = new AbortController();
+    const pending = callToolWithRetry(
+      client,
+      { name: 'flaky', arguments: { key: 'abort', failures: 5 } },
+      { baseDelayMs: 60_000, maxDelayMs: 60_000, random: () => 0.99, signal: controller.signal },
+    );
+    setTimeout(() => controller.abort(), 20);
+    await expect(pending).rejects.toThrow(/abort/i);
+  });
+});

@@ -1,0 +1,233 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { EnvelopeError } from '../../../src/errors/index.ts';
+import {
+  callTimeoutMs,
+  GATEWAY_CONFIG_SCHEMA,
+  loadGatewayConfig,
+  resolveGatewayConfig,
+  restartDelayMs,
+  UPSTREAM_DIALECTS,
+} from '../../../src/gateway/config.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function write(name: string, value: unknown): string {
+  const file = join(dir, name);
+  writeFileSync(file, typeof value === 'string' ? value : JSON.stringify(value));
+  return file;
+}
+
+function failure(run: () => unknown): EnvelopeError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof EnvelopeError) return error;
+    throw error;
+  }
+  throw new Error('expected an EnvelopeError');
+}
+
+const minimal = { upstreams: [{ name: 'one', stdio: { command: 'node', args: ['server.ts'] } }] };
+
+describe('loadGatewayConfig', () => {
+  it('fills every default and resolves paths against the file’s folder', () => {
+    const config = loadGatewayConfig(write('minimal.json', minimal), { env: {} });
+    expect(config.file).toBe(join(dir, 'minimal.json'));
+    expect(config.upstreams).toEqual([
+      {
+        name: 'one',
+        transport: { kind: 'stdio', command: process.execPath, args: ['server.ts'], env: {}, cwd: dir },
+        dialect: 'legacy',
+        validation: { input: 'enforce', output: 'enforce' },
+        provenance: { enabled: true, mode: 'minimal', captureArtifacts: false },
+        timeouts: { callMs: 60_000, startMs: 15_000, tools: {} },
+        restart: { enabled: true, initialDelayMs: 250, maxDelayMs: 30_000, factor: 2, maxAttempts: 10 },
+      },
+    ]);
+    expect(config.listen).toEqual({ stdio: true, http: undefined });
+    expect(config.auth).toEqual({ required: false, tokens: [] });
+    expect(config.ledger).toEqual({ enabled: true, path: join(dir, 'data/ledger.sqlite') });
+    expect(config.logs).toEqual({ enabled: true, dir: join(dir, 'runs'), includeArguments: false });
+    expect(config.ids).toEqual({ seed: undefined });
+  });
+
+  it('reads tokens and headers from the environment and defaults the HTTP listener', () => {
+    const file = write('full.json', {
+      upstreams: [
+        {
+          name: 'remote',
+          url: {
+            url: 'http://127.0.0.1:9/mcp',
+            headers: { 'x-a': '1' },
+            headersFromEnv: { authorization: 'UP' },
+          },
+          dialect: 'hosted-v2',
+          timeouts: { tools: { slow: 5 } },
+        },
+        { name: 'local', stdio: { command: './bin/server', cwd: 'sub' } },
+      ],
+      listen: { stdio: false, http: { port: 0 } },
+      auth: {
+        tokens: [
+          { tokenEnv: 'PRO_TOKEN', tier: 'pro', name: 'ci' },
+          { token: 'a-literal-token-0123', tier: 'free' },
+          { tokenEnv: 'UNSET_TOKEN', tier: 'team', optional: true },
+        ],
+      },
+      ledger: { path: '/var/tmp/ledger.sqlite' },
+      ids: { seed: 'seed-1' },
+    });
+    const config = loadGatewayConfig(file, { env: { PRO_TOKEN: 'from-env', UP: 'Bearer up' } });
+    const [remote, local] = config.upstreams;
+    if (!remote) throw new Error('no upstream');
+    expect(remote?.transport).toEqual({
+      kind: 'http',
+      url: 'http://127.0.0.1:9/mcp',
+      headers: { 'x-a': '1', authorization: 'Bearer up' },
+    });
+    expect(local?.transport).toMatchObject({ command: join(dir, 'bin/server'), cwd: join(dir, 'sub') });
+    expect(config.listen).toEqual({
+      stdio: false,
+      http: {
+        host: '127.0.0.1',
+        port: 0,
+        path: '/mcp',
+        allowedHosts: ['127.0.0.1', 'localhost', '[::1]'],
+        allowedOrigins: [],
+        bodyLimitBytes: 4 * 1024 * 1024,
+      },
+    });
+    expect(config.auth).toEqual({
+      required: true,
+      tokens: [
+        { name: 'ci', token: 'from-env', tier: 'pro' },
+        { name: 'token-2', token: 'a-literal-token-0123', tier: 'free' },
+      ],
+    });
+    expect(config.ledger.path).toBe('/var/tmp/ledger.sqlite');
+    expect(config.ids.seed).toBe('seed-1');
+    expect(callTimeoutMs(remote, 'slow')).toBe(5);
+    expect(callTimeoutMs(remote, 'other')).toBe(60_000);
+    expect([1, 2, 3, 20].map((attempt) => restartDelayMs(remote, attempt))).toEqual([250, 500, 1000, 30_000]);
+  });
+
+  it('loads the bundled example configuration', () => {
+    const file = fileURLToPath(new URL('../../../examples/gateway.config.json', import.meta.url));
+    const config = loadGatewayConfig(file, { env: {} });
+    expect(config.upstreams.map((upstream) => [upstream.name, upstream.dialect])).toEqual([
+      ['legacy', 'legacy'],
+      ['envelopes', 'prov-v0.1'],
+      ['python', 'legacy'],
+    ]);
+    expect(config.ledger.path).toBe(join(config.baseDir, 'data/ledger.sqlite'));
+  });
+});
+
+describe('bad configuration', () => {
+  it('reports a missing file with CONFIG_NOT_FOUND', () => {
+    expect(failure(() => loadGatewayConfig(join(dir, 'absent.json'))).code).toBe('CONFIG_NOT_FOUND');
+  });
+
+  it('reports malformed JSON with CONFIG_INVALID', () => {
+    const error = failure(() => loadGatewayConfig(write('broken.json', '{"upstreams": [')));
+    expect(error.code).toBe('CONFIG_INVALID');
+    expect(error.details?.cause_code).toBe('JSON_MALFORMED');
+  });
+
+  it('reports duplicate keys and invalid UTF-8 with CONFIG_INVALID', () => {
+    const duplicate = failure(() =>
+      loadGatewayConfig(write('dup.json', '{"upstreams": [], "upstreams": []}')),
+    );
+    expect(duplicate.code).toBe('CONFIG_INVALID');
+    expect(duplicate.details?.cause_code).toBe('JSON_DUPLICATE_KEY');
+    const file = join(dir, 'latin1.json');
+    writeFileSync(file, Buffer.from([0x7b, 0x22, 0xe9, 0x22, 0x3a, 0x31, 0x7d]));
+    const latin1 = failure(() => loadGatewayConfig(file));
+    expect(latin1.code).toBe('CONFIG_INVALID');
+    expect(latin1.details?.cause_code).toBe('INPUT_INVALID_UTF8');
+  });
+
+  const cases: Array<[string, unknown, string, RegExp]> = [
+    ['no upstreams', {}, '', /upstreams/],
+    ['an unknown member', { ...minimal, extra: 1 }, '/extra', /not allowed/],
+    [
+      'a bad dialect',
+      { upstreams: [{ name: 'a', stdio: { command: 'x' }, dialect: 'soap' }] },
+      '/upstreams/0/dialect',
+      /must be one of/,
+    ],
+    [
+      'neither stdio nor url',
+      { upstreams: [{ name: 'a' }] },
+      '/upstreams/0',
+      /exactly one of "stdio" or "url"/,
+    ],
+    [
+      'both stdio and url',
+      { upstreams: [{ name: 'a', stdio: { command: 'x' }, url: { url: 'http://h/' } }] },
+      '/upstreams/0',
+      /exactly one/,
+    ],
+    ['a stdio without command', { upstreams: [{ name: 'a', stdio: {} }] }, '/upstreams/0/stdio', /command/],
+    [
+      'a bad port',
+      { ...minimal, listen: { http: { port: 70000 } } },
+      '/listen/http/port',
+      /must be <= 65535/,
+    ],
+    [
+      'a bad validation mode',
+      { upstreams: [{ name: 'a', stdio: { command: 'x' }, validation: { input: 'strict' } }] },
+      '/upstreams/0/validation/input',
+      /must be one of/,
+    ],
+    [
+      'a duplicate upstream name',
+      { upstreams: [...minimal.upstreams, ...minimal.upstreams] },
+      '/upstreams/1/name',
+      /used twice/,
+    ],
+    [
+      'an unset token variable',
+      { ...minimal, auth: { tokens: [{ tokenEnv: 'NOPE_TOKEN', tier: 'pro' }] } },
+      '/auth/tokens/0/tokenEnv',
+      /NOPE_TOKEN/,
+    ],
+    [
+      'a backoff that shrinks',
+      {
+        upstreams: [
+          { name: 'a', stdio: { command: 'x' }, restart: { initialDelayMs: 500, maxDelayMs: 100 } },
+        ],
+      },
+      '/upstreams/0/restart/maxDelayMs',
+      /below/,
+    ],
+  ];
+
+  it.each(cases)('rejects %s with CONFIG_INVALID and a JSON Pointer', (_label, value, pointer, message) => {
+    const error = failure(() => resolveGatewayConfig(value, dir, { env: {} }));
+    expect(error.code).toBe('CONFIG_INVALID');
+    expect(error.details?.pointer).toBe(pointer);
+    expect(error.message).toMatch(message);
+  });
+
+  it('never echoes a token in an error', () => {
+    const value = { ...minimal, auth: { tokens: [{ token: 'short', tier: 'pro' }] } };
+    const error = failure(() => resolveGatewayConfig(value, dir, { env: {} }));
+    expect(error.code).toBe('CONFIG_INVALID');
+    expect(JSON.stringify(error.toJSON())).not.toContain('"short"');
+  });
+});
+
+describe('the configuration schema', () => {
+  it('offers exactly the upstream dialects the code knows', () => {
+    const defs = GATEWAY_CONFIG_SCHEMA.$defs as { upstream: { properties: { dialect: { enum: string[] } } } };
+    expect(defs.upstream.properties.dialect.enum).toEqual([...UPSTREAM_DIALECTS]);
+  });
+});

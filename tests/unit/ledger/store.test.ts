@@ -1,0 +1,165 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EnvelopeError } from '../../../src/errors/index.ts';
+import { LEDGER_SCHEMA_VERSION, Ledger, verifyLedger } from '../../../src/ledger/index.ts';
+import { computeRecordDigest } from '../../../src/provenance/integrity.ts';
+import { callRecord } from './fixtures.ts';
+
+let dir: string;
+let ledger: Ledger | undefined;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'ledger-'));
+});
+afterEach(() => {
+  ledger?.close();
+  ledger = undefined;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function failure(run: () => unknown): EnvelopeError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof EnvelopeError) return error;
+    throw error;
+  }
+  throw new Error('expected an EnvelopeError');
+}
+
+const runA = '11111111-1111-4111-8111-111111111111';
+const runB = '22222222-2222-4222-8222-222222222222';
+const runC = '33333333-3333-4333-8333-333333333333';
+
+describe('Ledger', () => {
+  it('creates the file and its folder, in WAL mode, at the current schema version', () => {
+    const file = join(dir, 'nested', 'ledger.sqlite');
+    ledger = Ledger.open(file);
+    expect(existsSync(file)).toBe(true);
+    expect(ledger.version()).toBe(LEDGER_SCHEMA_VERSION);
+    const raw = new DatabaseSync(file);
+    expect(raw.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
+    raw.close();
+  });
+
+  it('stores records in order, once each, and lists newest first with filters', () => {
+    ledger = Ledger.open(join(dir, 'l.sqlite'), { now: () => new Date('2026-01-02T03:04:05Z') });
+    const a = callRecord(runA, 'echo');
+    const first = ledger.insert(a.envelope, { upstream: 'legacy' });
+    expect(first.inserted).toBe(true);
+    expect(first.entry).toMatchObject({
+      seq: 1,
+      run_id: runA,
+      tool: 'echo',
+      upstream: 'legacy',
+      record_digest: computeRecordDigest(a.record).value,
+      created_at: '2026-01-02T03:04:05.000Z',
+    });
+    expect(first.entry.record).toEqual(a.record);
+    expect(first.entry.envelope).toEqual(a.envelope);
+
+    const again = ledger.insert(a.envelope, { upstream: 'legacy' });
+    expect(again).toEqual({ inserted: false, entry: first.entry });
+
+    ledger.insert(callRecord(runB, 'stats').record, { upstream: 'legacy' });
+    ledger.insert(callRecord(runC, 'echo').record, { tool: 'echo', upstream: 'python' });
+    expect(ledger.count()).toBe(3);
+    expect(ledger.list().map((entry) => entry.seq)).toEqual([3, 2, 1]);
+    expect(ledger.list({ tool: 'echo' }).map((entry) => entry.run_id)).toEqual([runC, runA]);
+    expect(ledger.list({ upstream: 'legacy', limit: 1 }).map((entry) => entry.run_id)).toEqual([runB]);
+    expect(failure(() => ledger?.list({ limit: 0 })).code).toBe('USAGE_ERROR');
+  });
+
+  it('finds entries by run id or record digest', () => {
+    ledger = Ledger.open(join(dir, 'l.sqlite'));
+    const { entry } = ledger.insert(callRecord(runA).envelope);
+    expect(ledger.show(runA)).toEqual([entry]);
+    expect(ledger.show(entry.record_digest)).toEqual([entry]);
+    expect(ledger.show(`sha256:${entry.record_digest.toUpperCase()}`)).toEqual([entry]);
+    expect(failure(() => ledger?.show(runB)).code).toBe('LEDGER_RECORD_NOT_FOUND');
+  });
+
+  it('rejects what is not a record with LEDGER_RECORD_INVALID and a pointer', () => {
+    ledger = Ledger.open(join(dir, 'l.sqlite'));
+    expect(
+      failure(() => ledger?.insert({ schema_version: 'mcp.envelope.v0.1', result: 1 })).details?.pointer,
+    ).toBe('/provenance');
+    const { record } = callRecord(runA);
+    const bad = failure(() => ledger?.insert({ ...record, run_id: 7 }));
+    expect(bad.code).toBe('LEDGER_RECORD_INVALID');
+    expect(bad.details?.pointer).toBe('/run_id');
+    expect(failure(() => ledger?.insert('text')).code).toBe('LEDGER_RECORD_INVALID');
+    expect(ledger.count()).toBe(0);
+  });
+
+  it('reopens a file and keeps its rows; two handles on one file see each other', () => {
+    const file = join(dir, 'l.sqlite');
+    ledger = Ledger.open(file);
+    ledger.insert(callRecord(runA).record);
+    const reader = Ledger.open(file, { create: false });
+    try {
+      expect(reader.count()).toBe(1);
+      ledger.insert(callRecord(runB).record);
+      expect(reader.count()).toBe(2);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('reports a missing file with LEDGER_NOT_FOUND when not asked to create it', () => {
+    const file = join(dir, 'absent.sqlite');
+    expect(failure(() => Ledger.open(file, { create: false })).code).toBe('LEDGER_NOT_FOUND');
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('reports a file that is not SQLite with LEDGER_CORRUPT', () => {
+    const file = join(dir, 'corrupt.sqlite');
+    writeFileSync(file, 'this is not a database, just some text that is long enough to look like a header');
+    const error = failure(() => Ledger.open(file));
+    expect(error.code).toBe('LEDGER_CORRUPT');
+    expect(error.message).toContain(file);
+  });
+
+  it('refuses a file from a newer version of the program', () => {
+    const file = join(dir, 'future.sqlite');
+    const raw = new DatabaseSync(file);
+    raw.exec(`PRAGMA user_version = ${LEDGER_SCHEMA_VERSION + 1}`);
+    raw.close();
+    expect(failure(() => Ledger.open(file)).code).toBe('LEDGER_VERSION_UNSUPPORTED');
+  });
+});
+
+describe('verifyLedger', () => {
+  it('passes untouched records and catches a row edited after storage', async () => {
+    const file = join(dir, 'l.sqlite');
+    ledger = Ledger.open(file);
+    ledger.insert(callRecord(runA).envelope);
+    ledger.insert(callRecord(runB).record);
+    const clean = await verifyLedger(ledger);
+    expect(clean).toMatchObject({ ok: true, total: 2, failed: 0 });
+    expect(clean.entries[0]?.checks.find((check) => check.check === 'ledger:record_digest')?.status).toBe(
+      'pass',
+    );
+    expect(clean.entries[0]?.checks.find((check) => check.check === 'record_digest')?.status).toBe('pass');
+
+    // Tamper with the stored record behind the ledger's back.
+    const raw = new DatabaseSync(file);
+    raw
+      .prepare(
+        'UPDATE records SET record = replace(record, \'"version":"1.0.0"\', \'"version":"6.6.6"\') WHERE run_id = ?',
+      )
+      .run(runB);
+    raw.close();
+    const tampered = await verifyLedger(ledger);
+    expect(tampered).toMatchObject({ ok: false, total: 2, failed: 1 });
+    const bad = tampered.entries.find((entry) => entry.run_id === runB);
+    expect(bad?.checks.filter((check) => check.status === 'fail').map((check) => check.check)).toEqual([
+      'ledger:record_digest',
+      'contract:integrity.record_digest.compute',
+      'record_digest',
+    ]);
+    expect((await verifyLedger(ledger, runA)).ok).toBe(true);
+  });
+});
