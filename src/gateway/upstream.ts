@@ -55,6 +55,25 @@ export interface UpstreamRequestOptions {
   timeoutMs?: number;
 }
 
+/**
+ * ADAPTER.EXECUTION.FAILED for an upstream that crashed or went away. The exit
+ * code, signal and stderr excerpt are also plain properties, where the
+ * enforcement pipeline reads an observed failure from.
+ */
+export class UpstreamFailure extends EnvelopeError {
+  readonly exitCode: number | null | undefined;
+  readonly signal: string | undefined;
+  readonly stderr: string | undefined;
+
+  constructor(message: string, details: Record<string, unknown>, cause?: unknown) {
+    super('ADAPTER.EXECUTION.FAILED', message, details, { cause });
+    this.name = 'UpstreamFailure';
+    this.exitCode = details.exit_code as number | null | undefined;
+    this.signal = details.signal as string | undefined;
+    this.stderr = details.stderr as string | undefined;
+  }
+}
+
 /** A result schema that accepts whatever the upstream sent: the relay forwards, it does not reshape. */
 const ANY_RESULT = {
   '~standard': {
@@ -230,7 +249,7 @@ export class Upstream {
     }
     const tail = this.stderr.tail(1024);
     if (tail) details.stderr = tail;
-    return new EnvelopeError('ADAPTER.EXECUTION.FAILED', message, details, { cause });
+    return new UpstreamFailure(message, details, cause);
   }
 
   /** Waits (bounded) for a restarting upstream, then returns its client. */
