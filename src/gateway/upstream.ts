@@ -208,7 +208,7 @@ export class Upstream {
 
   #serverRequest(request: JSONRPCRequest, ctx: ClientContext): Promise<Result> {
     if (!this.#hooks)
-      throw new EnvelopeError('not_implemented', 'No downstream client to answer this request');
+      throw new EnvelopeError('NOT_IMPLEMENTED', 'No downstream client to answer this request');
     return this.#hooks.onRequest(request, ctx);
   }
 
@@ -311,7 +311,7 @@ export class Upstream {
     if (error instanceof SdkError) {
       if (error.code === SdkErrorCode.RequestTimeout) {
         return new EnvelopeError(
-          'timeout',
+          'TIMEOUT',
           `upstream ${this.name} did not answer ${method} within ${timeoutMs} ms`,
           {
             upstream: this.name,
