@@ -130,7 +130,8 @@ function measure(budgetMs: number): Record<string, number> {
   const rounds = 20;
   for (let round = 0; round < rounds; round++) {
     for (const [name, run] of Object.entries(candidates)) {
-      const total = (totals[name] ??= { time: 0, ops: 0 });
+      const total = totals[name] ?? { time: 0, ops: 0 };
+      totals[name] = total;
       const start = performance.now();
       let ops = 0;
       do {
