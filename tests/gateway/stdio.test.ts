@@ -151,7 +151,7 @@ describe('proxy over stdio', () => {
   it('fails a call that outlives the timeout with a timeout error, and keeps serving', async () => {
     const error = await client.callTool({ name: 'slow', arguments: { ms: 10_000 } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProtocolError);
-    expect((error as ProtocolError).data).toMatchObject({ canonical_code: 'timeout', timeout_ms: 1500 });
+    expect((error as ProtocolError).data).toMatchObject({ canonical_code: 'TIMEOUT', timeout_ms: 1500 });
     const after = await client.callTool({ name: 'echo', arguments: { text: 'ok' } });
     expect(textOf(after)).toBe('ok');
   });
