@@ -1,4 +1,5 @@
 import type {
+  AuthInfo,
   CallToolResult,
   Implementation,
   JSONRPCRequest,
@@ -27,6 +28,10 @@ export type InvokeUpstream = (params: CallToolParams) => Promise<CallToolResult>
 export interface ToolCallContext {
   upstream: string;
   signal: AbortSignal;
+  /** The upstream's own tools/list entry for the tool (schemas included), when it has one. */
+  describeTool: () => Promise<Tool | undefined>;
+  /** Who called, when the transport authenticated the caller. */
+  authInfo?: AuthInfo;
 }
 
 /**
@@ -44,7 +49,7 @@ export const passthroughToolCalls: ToolCallHandler = (params, invokeUpstream) =>
 export interface RelayOptions {
   toolCallHandler?: ToolCallHandler;
   /** In envelope mode: the output schema advertised for a tool instead of its own. */
-  outputSchemaFor?: (tool: Tool) => Tool['outputSchema'] | undefined;
+  outputSchemaFor?: (tool: Tool, upstream: string) => Tool['outputSchema'] | undefined;
   serverInfo?: Implementation;
 }
 
@@ -235,7 +240,7 @@ export class Relay {
         this.#handle((params, ctx) =>
           this.#list('tools/list', 'tools', params, ctx, (item, upstream) => {
             const tool = this.#prefixed(item, upstream);
-            const schema = this.#options.outputSchemaFor?.(tool as unknown as Tool);
+            const schema = this.#options.outputSchemaFor?.(tool as unknown as Tool, upstream.name);
             return schema === undefined ? tool : { ...tool, outputSchema: schema };
           }),
         ),
@@ -255,6 +260,8 @@ export class Relay {
           return handler({ ...(params as CallToolParams), name }, invoke, {
             upstream: upstream.name,
             signal: ctx.mcpReq.signal,
+            describeTool: () => upstream.describeTool(name),
+            authInfo: ctx.http?.authInfo,
           });
         }),
       );
