@@ -113,7 +113,7 @@ export class Enforcement {
     invokeUpstream: (params: CallToolParams) => Promise<CallToolResult>,
     context: ToolCallContext,
   ): Promise<CallToolResult> {
-    const described = await context.describeTool?.();
+    const described = context.tool;
     const tool: PipelineTool = described
       ? {
           name: params.name,

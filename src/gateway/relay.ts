@@ -28,8 +28,8 @@ export type InvokeUpstream = (params: CallToolParams) => Promise<CallToolResult>
 export interface ToolCallContext {
   upstream: string;
   signal: AbortSignal;
-  /** The upstream's own tools/list entry for the tool (schemas included), when it has one. */
-  describeTool: () => Promise<Tool | undefined>;
+  /** The tool's definition as its upstream listed it (own schemas), when known. */
+  tool?: Tool;
   /** Who called, when the transport authenticated the caller. */
   authInfo?: AuthInfo;
 }
@@ -257,11 +257,12 @@ export class Relay {
               { ...params, ...call, name },
               ctx,
             )) as CallToolResult;
+          const tool = handler === passthroughToolCalls ? undefined : await upstream.describeTool(name);
           return handler({ ...(params as CallToolParams), name }, invoke, {
             upstream: upstream.name,
             signal: ctx.mcpReq.signal,
-            describeTool: () => upstream.describeTool(name),
-            authInfo: ctx.http?.authInfo,
+            ...(tool ? { tool } : {}),
+            ...(ctx.http?.authInfo ? { authInfo: ctx.http.authInfo } : {}),
           });
         }),
       );

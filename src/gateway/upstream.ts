@@ -59,6 +59,25 @@ export interface UpstreamRequestOptions {
   timeoutMs?: number;
 }
 
+/**
+ * ADAPTER.EXECUTION.FAILED for an upstream that crashed or went away. The exit
+ * code, signal and stderr excerpt are also plain properties, where the
+ * enforcement pipeline reads an observed failure from.
+ */
+export class UpstreamFailure extends EnvelopeError {
+  readonly exitCode: number | null | undefined;
+  readonly signal: string | undefined;
+  readonly stderr: string | undefined;
+
+  constructor(message: string, details: Record<string, unknown>, cause?: unknown) {
+    super('ADAPTER.EXECUTION.FAILED', message, details, { cause });
+    this.name = 'UpstreamFailure';
+    this.exitCode = details.exit_code as number | null | undefined;
+    this.signal = details.signal as string | undefined;
+    this.stderr = details.stderr as string | undefined;
+  }
+}
+
 /** A result schema that accepts whatever the upstream sent: the relay forwards, it does not reshape. */
 const ANY_RESULT = {
   '~standard': {
@@ -199,7 +218,7 @@ export class Upstream {
 
   #serverRequest(request: JSONRPCRequest, ctx: ClientContext): Promise<Result> {
     if (!this.#hooks)
-      throw new EnvelopeError('not_implemented', 'No downstream client to answer this request');
+      throw new EnvelopeError('NOT_IMPLEMENTED', 'No downstream client to answer this request');
     return this.#hooks.onRequest(request, ctx);
   }
 
@@ -240,7 +259,7 @@ export class Upstream {
     }
     const tail = this.stderr.tail(1024);
     if (tail) details.stderr = tail;
-    return new EnvelopeError('ADAPTER.EXECUTION.FAILED', message, details, { cause });
+    return new UpstreamFailure(message, details, cause);
   }
 
   /** Waits (bounded) for a restarting upstream, then returns its client. */
@@ -326,7 +345,7 @@ export class Upstream {
     if (error instanceof SdkError) {
       if (error.code === SdkErrorCode.RequestTimeout) {
         return new EnvelopeError(
-          'timeout',
+          'TIMEOUT',
           `upstream ${this.name} did not answer ${method} within ${timeoutMs} ms`,
           {
             upstream: this.name,
