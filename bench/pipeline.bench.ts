@@ -16,11 +16,12 @@ import {
  * next to calling the tool's invoke directly (the peer), sequentially; then the
  * same tool on an SDK v2 McpServer, plain and with withEnvelope, called by the
  * SDK client over an in-memory pair, to put the overhead next to a real MCP
- * round trip. Medians of 7 runs; each run is a fixed number of calls after a warm-up.
+ * round trip. The cases of a group run interleaved, batch by batch, so that a
+ * change in machine load hits all of them alike; medians of 7 batches.
  */
 
 const RUNS = 7;
-const CALLS = 3000;
+const CALLS = 2000;
 
 const items = Array.from({ length: 26 }, (_, index) => ({
   id: index,
@@ -41,25 +42,47 @@ const tool = {
 const args = { query: 'envelopes', limit: 26 };
 const invoke: ToolCall['invoke'] = async () => ({ content: [{ type: 'text', text }] });
 
-async function perSecond(run: () => Promise<unknown>): Promise<number> {
-  for (let i = 0; i < 3000; i++) await run();
-  const samples: number[] = [];
+type Case = [name: string, run: () => Promise<unknown>];
+
+/** Calls per second of each case, measured interleaved. */
+async function rates(cases: readonly Case[]): Promise<number[]> {
+  for (const [, run] of cases) for (let i = 0; i < CALLS; i++) await run();
+  const samples = cases.map(() => [] as number[]);
   for (let r = 0; r < RUNS; r++) {
-    const started = performance.now();
-    for (let i = 0; i < CALLS; i++) await run();
-    samples.push(CALLS / ((performance.now() - started) / 1000));
+    for (const [index, [, run]] of cases.entries()) {
+      const started = performance.now();
+      for (let i = 0; i < CALLS; i++) await run();
+      samples[index]?.push(CALLS / ((performance.now() - started) / 1000));
+    }
   }
-  samples.sort((a, b) => a - b);
-  return samples[Math.floor(samples.length / 2)] as number;
+  return samples.map((list) => {
+    list.sort((a, b) => a - b);
+    return list[Math.floor(list.length / 2)] as number;
+  });
 }
 
 function through(pipeline: Pipeline, meta?: Record<string, unknown>): () => Promise<unknown> {
   return () => pipeline.callTool({ tool, arguments: args, invoke, ...(meta ? { meta } : {}) });
 }
 
-const direct = await perSecond(() => invoke(args));
+const format = (rate: number) => Math.round(rate).toLocaleString('en');
+
+function report(cases: readonly Case[], measured: number[], peerName: string): void {
+  const [peer] = measured as [number];
+  console.log(`${peerName}: ${format(peer)} calls/s`);
+  for (const [index, [name]] of cases.entries()) {
+    if (index === 0) continue;
+    const rate = measured[index] as number;
+    console.log(
+      `${name}: ${format(rate)} calls/s, ${((1 / rate - 1 / peer) * 1e6).toFixed(1)} µs more per call, ` +
+        `ratio ${(peer / rate).toFixed(2)}x`,
+    );
+  }
+}
+
 const summaries: CallSummary[] = [];
-const cases: [string, () => Promise<unknown>][] = [
+const direct: Case[] = [
+  ['direct invoke', () => invoke(args)],
   ['pipeline (validate + wrap, prov-v0.1)', through(createPipeline({ ids: createIdSource('bench') }))],
   [
     'pipeline + onCall summary (digests)',
@@ -81,19 +104,6 @@ const cases: [string, () => Promise<unknown>][] = [
   ],
 ];
 
-console.log(
-  `tools/call result: ${bytes} bytes of JSON text; ${CALLS} sequential calls per run, median of ${RUNS}`,
-);
-console.log(`direct invoke: ${Math.round(direct).toLocaleString('en')} calls/s`);
-for (const [name, run] of cases) {
-  const rate = await perSecond(run);
-  const overheadUs = (1 / rate - 1 / direct) * 1e6;
-  console.log(
-    `${name}: ${Math.round(rate).toLocaleString('en')} calls/s, ${overheadUs.toFixed(1)} µs overhead per call, ` +
-      `direct/pipeline ratio ${(direct / rate).toFixed(1)}x`,
-  );
-}
-
 async function sdkClient(enveloped: boolean): Promise<Client> {
   const server = new McpServer({ name: 'bench', version: '1.0.0' });
   server.registerTool(
@@ -106,17 +116,22 @@ async function sdkClient(enveloped: boolean): Promise<Client> {
   const client = new Client({ name: 'bench', version: '1.0.0' });
   await server.connect(serverTransport);
   await client.connect(clientTransport);
+  // Listing first lets the client check structured output against the advertised schema, as clients do.
+  await client.listTools();
   return client;
 }
 
+console.log(
+  `tools/call result: ${bytes} bytes of JSON text; ${CALLS} sequential calls per batch, median of ${RUNS}`,
+);
+report(direct, await rates(direct), 'direct invoke');
+
 const plainClient = await sdkClient(false);
 const envelopedClient = await sdkClient(true);
-const plain = await perSecond(() => plainClient.callTool({ name: tool.name, arguments: args }));
-const enveloped = await perSecond(() => envelopedClient.callTool({ name: tool.name, arguments: args }));
-console.log(`SDK round trip, plain McpServer: ${Math.round(plain).toLocaleString('en')} calls/s`);
-console.log(
-  `SDK round trip, withEnvelope: ${Math.round(enveloped).toLocaleString('en')} calls/s, ` +
-    `${((1 / enveloped - 1 / plain) * 1e6).toFixed(1)} µs more per call, plain/withEnvelope ratio ${(plain / enveloped).toFixed(2)}x`,
-);
+const sdk: Case[] = [
+  ['SDK round trip, plain McpServer', () => plainClient.callTool({ name: tool.name, arguments: args })],
+  ['SDK round trip, withEnvelope', () => envelopedClient.callTool({ name: tool.name, arguments: args })],
+];
+report(sdk, await rates(sdk), 'SDK round trip, plain McpServer');
 await plainClient.close();
 await envelopedClient.close();

@@ -7,6 +7,7 @@ export * from './conformance/index.ts';
 export * from './envelope/index.ts';
 export * from './errors/index.ts';
 export * from './ids/index.ts';
+export * from './mcp/index.ts';
 export * from './pointer/index.ts';
 export * from './provenance/index.ts';
 export * from './schemas/index.ts';

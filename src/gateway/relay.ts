@@ -1,4 +1,5 @@
 import type {
+  AuthInfo,
   CallToolResult,
   Implementation,
   JSONRPCRequest,
@@ -29,6 +30,8 @@ export interface ToolCallContext {
   signal: AbortSignal;
   /** The tool's definition as its upstream listed it (own schemas), when known. */
   tool?: Tool;
+  /** Who called, when the transport authenticated the caller. */
+  authInfo?: AuthInfo;
 }
 
 /**
@@ -46,7 +49,7 @@ export const passthroughToolCalls: ToolCallHandler = (params, invokeUpstream) =>
 export interface RelayOptions {
   toolCallHandler?: ToolCallHandler;
   /** In envelope mode: the output schema advertised for a tool instead of its own. */
-  outputSchemaFor?: (tool: Tool) => Tool['outputSchema'] | undefined;
+  outputSchemaFor?: (tool: Tool, upstream: string) => Tool['outputSchema'] | undefined;
   serverInfo?: Implementation;
 }
 
@@ -105,8 +108,6 @@ export class Relay {
   readonly #options: RelayOptions;
   readonly #inFlight: ServerContext[] = [];
   readonly #resourceOwners = new Map<string, Upstream>();
-  /** Tool definitions as each upstream listed them, for the tools/call hook. */
-  readonly #tools = new Map<Upstream, Map<string, Tool>>();
   /** Notifications to the downstream, in the order the upstream sent them. */
   #outbox: Promise<void> = Promise.resolve();
   readonly #notified = new WeakSet<ServerContext>();
@@ -226,30 +227,6 @@ export class Relay {
       : item;
   }
 
-  #remember(upstream: Upstream, tool: Tool): void {
-    let known = this.#tools.get(upstream);
-    if (!known) {
-      known = new Map();
-      this.#tools.set(upstream, known);
-    }
-    if (typeof tool.name === 'string') known.set(tool.name, tool);
-  }
-
-  /** The upstream's own definition of a tool; lists the upstream's tools once if none is known yet. */
-  async #toolDefinition(upstream: Upstream, name: string, ctx: ServerContext): Promise<Tool | undefined> {
-    if (!this.#tools.has(upstream)) {
-      let cursor: string | undefined;
-      for (let page = 0; page < MAX_PAGES; page++) {
-        const result = await this.#forward(upstream, 'tools/list', cursor ? { cursor } : undefined, ctx);
-        for (const tool of (result.tools as Tool[] | undefined) ?? []) this.#remember(upstream, tool);
-        cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
-        if (!cursor) break;
-      }
-      if (!this.#tools.has(upstream)) this.#tools.set(upstream, new Map());
-    }
-    return this.#tools.get(upstream)?.get(name);
-  }
-
   #resourceUpstream(uri: unknown): Upstream {
     if (!this.#multi) return this.#first();
     return (typeof uri === 'string' ? this.#resourceOwners.get(uri) : undefined) ?? this.#first();
@@ -262,9 +239,8 @@ export class Relay {
         'tools/list',
         this.#handle((params, ctx) =>
           this.#list('tools/list', 'tools', params, ctx, (item, upstream) => {
-            this.#remember(upstream, item as unknown as Tool);
             const tool = this.#prefixed(item, upstream);
-            const schema = this.#options.outputSchemaFor?.(tool as unknown as Tool);
+            const schema = this.#options.outputSchemaFor?.(tool as unknown as Tool, upstream.name);
             return schema === undefined ? tool : { ...tool, outputSchema: schema };
           }),
         ),
@@ -281,12 +257,12 @@ export class Relay {
               { ...params, ...call, name },
               ctx,
             )) as CallToolResult;
-          const tool =
-            handler === passthroughToolCalls ? undefined : await this.#toolDefinition(upstream, name, ctx);
+          const tool = handler === passthroughToolCalls ? undefined : await upstream.describeTool(name);
           return handler({ ...(params as CallToolParams), name }, invoke, {
             upstream: upstream.name,
             signal: ctx.mcpReq.signal,
             ...(tool ? { tool } : {}),
+            ...(ctx.http?.authInfo ? { authInfo: ctx.http.authInfo } : {}),
           });
         }),
       );

@@ -6,6 +6,7 @@ import type {
   Notification,
   Result,
   ServerCapabilities,
+  Tool,
   Transport,
 } from '@modelcontextprotocol/client';
 import { Client, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -22,6 +23,9 @@ export type UpstreamSpec =
       cwd?: string;
     }
   | { name: string; kind: 'http'; url: string; headers?: Record<string, string> };
+
+/** An upstream to connect, with its own options over the gateway-wide ones. */
+export type ConfiguredUpstream = UpstreamSpec & { options?: UpstreamOptions };
 
 export interface RestartPolicy {
   /** Restarts allowed before the upstream is declared down for good. */
@@ -90,6 +94,9 @@ const CLIENT_CAPABILITIES: ClientCapabilities = {
   roots: { listChanged: true },
 };
 
+/** Bound on tools/list pages read to describe a tool. */
+const MAX_TOOL_PAGES = 100;
+
 const SERVER_TO_CLIENT_METHODS = ['sampling/createMessage', 'elicitation/create', 'roots/list'] as const;
 
 /**
@@ -113,6 +120,7 @@ export class Upstream {
   #lastExit: { code: number | null; signal: string | null } | undefined;
   #down: EnvelopeError | undefined;
   #restartTimer: NodeJS.Timeout | undefined;
+  #tools: Promise<Map<string, Tool>> | undefined;
   /** How many times the process was (re)started; tests and logs read it. */
   generation = 0;
 
@@ -174,12 +182,14 @@ export class Upstream {
     }
     client.fallbackRequestHandler = (request, ctx) => this.#serverRequest(request, ctx);
     client.fallbackNotificationHandler = async (notification) => {
+      if (notification.method === 'notifications/tools/list_changed') this.#tools = undefined;
       await this.#hooks?.onNotification(notification);
     };
     const transport = this.#makeTransport();
     transport.onclose = () => this.#onTransportClosed(client, transport);
     this.#client = client;
     this.#transport = transport;
+    this.#tools = undefined;
     this.generation++;
     this.#startedAt = Date.now();
     try {
@@ -299,6 +309,30 @@ export class Upstream {
     } catch (error) {
       throw this.#translate(error, method, timeoutMs);
     }
+  }
+
+  /**
+   * The upstream's own description of a tool (its input and output schemas),
+   * from its tools/list, cached until the list changes or the process restarts.
+   */
+  async describeTool(name: string): Promise<Tool | undefined> {
+    this.#tools ??= this.#listTools().catch((error: unknown) => {
+      this.#tools = undefined;
+      throw error;
+    });
+    return (await this.#tools).get(name);
+  }
+
+  async #listTools(): Promise<Map<string, Tool>> {
+    const tools = new Map<string, Tool>();
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      const result = await this.request('tools/list', cursor ? { cursor } : undefined);
+      for (const tool of (result.tools ?? []) as Tool[]) tools.set(tool.name, tool);
+      cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+      if (!cursor) break;
+    }
+    return tools;
   }
 
   /** Forwards a notification upstream; a dead upstream drops it (notifications have no reply). */

@@ -4,8 +4,6 @@ export {
   type CallOutcome,
   type CallSummary,
   createPipeline,
-  type FeatureGate,
-  type GateDecision,
   type Pipeline,
   type PipelineOptions,
   PipelineRpcError,
@@ -13,6 +11,8 @@ export {
   type RecordContext,
   type ToolArguments,
   type ToolCall,
+  type ToolGate,
+  type ToolGateDecision,
   ToolTimeoutError,
   type ValidationMode,
 } from './pipeline.ts';
@@ -32,5 +32,6 @@ export {
   type ToolResultLike,
   type ToolResultPayload,
   toolResultPayload,
+  valueToToolResult,
 } from './tool-result.ts';
 export { RESULT_SCHEMA_META_KEY, type WithEnvelopeOptions, withEnvelope } from './with-envelope.ts';

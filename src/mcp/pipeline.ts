@@ -108,16 +108,16 @@ export interface RecordContext {
   placement: 'envelope' | 'meta';
 }
 
-export type GateDecision =
+export type ToolGateDecision =
   | { allowed: true }
   | { allowed: false; code: string; message: string; upgrade_hints?: UpgradeHint[] };
 
 /** Decides, before the tool runs, whether the caller's tier may use it. */
-export type FeatureGate = (request: {
+export type ToolGate = (request: {
   tool: string;
   tier?: string;
   arguments: ToolArguments;
-}) => GateDecision;
+}) => ToolGateDecision;
 
 export interface PipelineOptions {
   /** Dialect of every result; default `prov-v0.1`. */
@@ -139,7 +139,7 @@ export interface PipelineOptions {
   /** Adapter name in envelopes and records; default `mcp-envelope`. */
   adapter?: string;
   tier?: string;
-  gate?: FeatureGate;
+  gate?: ToolGate;
   registry?: SchemaRegistry;
   /** A tool that has not answered after this long has failed (ADAPTER.EXECUTION.FAILED); its signal is aborted. */
   timeoutMs?: number;
