@@ -187,13 +187,15 @@ async function main(): Promise<void> {
   const proxyPort = await freePort();
   start([MCP_PROXY, '--port', String(proxyPort), '--host', '127.0.0.1', '--', NODE, ...UPSTREAM]);
 
+  // Connect all three first, so that no measurement overlaps another bridge booting.
   const gatewayClient = await httpClient(`http://127.0.0.1:${gatewayPort}/mcp`);
+  const superClient = await httpClient(`http://127.0.0.1:${superPort}/mcp`);
+  const proxyClient = await httpClient(`http://127.0.0.1:${proxyPort}/mcp`);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
   const gatewayHttp = await measure(gatewayClient);
   console.log(row('HTTP, mcp-envelope proxy', gatewayHttp));
-  const superClient = await httpClient(`http://127.0.0.1:${superPort}/mcp`);
   const superHttp = await measure(superClient);
   console.log(row('HTTP, supergateway --stateful', superHttp));
-  const proxyClient = await httpClient(`http://127.0.0.1:${proxyPort}/mcp`);
   const proxyHttp = await measure(proxyClient);
   console.log(row('HTTP, mcp-proxy', proxyHttp));
   await proxyClient.close();

@@ -1,7 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Running, startProxyHttp } from './helpers.ts';
+import { BIN, FIXTURE, NODE, ROOT, type Running, startProxyHttp } from './helpers.ts';
 
 const INIT = {
   jsonrpc: '2.0',
@@ -188,6 +189,40 @@ describe('proxy over HTTP with bearer tokens', () => {
       expect(echo.structuredContent).toEqual({ text: 'authorized' });
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('proxy with --http and --stdio at once', () => {
+  it('serves the same upstream on both', async () => {
+    const transport = new StdioClientTransport({
+      command: NODE,
+      args: [BIN, 'proxy', '--stdio', '--http', '127.0.0.1:0', '--', NODE, FIXTURE],
+      cwd: ROOT,
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    const url = new Promise<string>((resolve) => {
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+        const match = /listening on (http:\/\/\S+)/.exec(stderr);
+        if (match?.[1]) resolve(match[1]);
+      });
+    });
+    const overStdio = new Client({ name: 'both-stdio', version: '1.0.0' });
+    await overStdio.connect(transport);
+    const overHttp = new Client({ name: 'both-http', version: '1.0.0' });
+    try {
+      await overHttp.connect(new StreamableHTTPClientTransport(new URL(await url)));
+      const [a, b] = await Promise.all([
+        overStdio.callTool({ name: 'echo', arguments: { text: 'stdio' } }),
+        overHttp.callTool({ name: 'echo', arguments: { text: 'http' } }),
+      ]);
+      expect(a.structuredContent).toEqual({ text: 'stdio' });
+      expect(b.structuredContent).toEqual({ text: 'http' });
+    } finally {
+      await overHttp.close();
+      await overStdio.close();
     }
   });
 });
