@@ -123,6 +123,16 @@ describe('proxy over Streamable HTTP', () => {
     expect(body.error.data.canonical_code).toBe('JSON_MALFORMED');
   });
 
+  it('answers JSON that is not JSON-RPC with a JSON-RPC error, not a crash', async () => {
+    for (const body of ['{"foo":1}', '[]', '"text"']) {
+      const res = await raw(proxy.url, { method: 'POST', headers: JSON_HEADERS, body });
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.body).error.code).toBe(-32600);
+    }
+    const health = await raw(proxy.url.replace('/mcp', '/healthz'));
+    expect(health.status).toBe(200);
+  });
+
   it('answers an oversized body with 413 JSON', async () => {
     const big = JSON.stringify({ ...INIT, params: { ...INIT.params, padding: 'x'.repeat(5000) } });
     const res = await raw(proxy.url, { method: 'POST', headers: JSON_HEADERS, body: big });
