@@ -205,12 +205,14 @@ async function main(): Promise<void> {
   console.log(ratio('HTTP: gateway / supergateway', gatewayHttp, superHttp));
   console.log(ratio('HTTP: gateway / mcp-proxy', gatewayHttp, proxyHttp));
 
+  const before = [peakRssMiB(gatewayProcess.pid), peakRssMiB(superProcess.pid)];
   await Promise.all([bigResults(gatewayClient), bigResults(superClient)]);
   const ours = peakRssMiB(gatewayProcess.pid);
   const theirs = peakRssMiB(superProcess.pid);
   console.log(
     `\npeak RSS of the HTTP front process, ${RSS_CALLS} calls of 100 KB at ${IN_FLIGHT} in flight: ` +
-      `mcp-envelope ${ours.toFixed(1)} MiB, supergateway ${theirs.toFixed(1)} MiB (x${(ours / theirs).toFixed(2)})`,
+      `mcp-envelope ${ours.toFixed(1)} MiB, supergateway ${theirs.toFixed(1)} MiB (x${(ours / theirs).toFixed(2)}); ` +
+      `peak before them ${before[0]?.toFixed(1)} / ${before[1]?.toFixed(1)} MiB`,
   );
   await gatewayClient.close();
   await superClient.close();
