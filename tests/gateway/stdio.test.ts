@@ -115,6 +115,25 @@ describe('proxy over stdio', () => {
     expect(messages).toEqual(['Tool execution started', 'Tool processing data', 'Tool execution completed']);
   });
 
+  it('relays list_changed notifications sent outside any request', async () => {
+    const seen = new Set<string>();
+    const all = new Promise<void>((resolve) => {
+      for (const method of [
+        'notifications/tools/list_changed',
+        'notifications/prompts/list_changed',
+        'notifications/resources/list_changed',
+      ] as const) {
+        client.setNotificationHandler(method, () => {
+          seen.add(method);
+          if (seen.size === 3) resolve();
+        });
+      }
+    });
+    await client.callTool({ name: 'announce', arguments: {} });
+    await all;
+    expect(seen.size).toBe(3);
+  });
+
   it('maps progress tokens both ways', async () => {
     const seen: number[] = [];
     await client.callTool(
