@@ -52,6 +52,7 @@ function upstreamOptions(upstream: UpstreamConfig): UpstreamOptions {
   for (const tool of Object.keys(upstream.timeouts.tools)) tools[tool] = callTimeoutMs(upstream, tool);
   return {
     timeoutMs: upstream.timeouts.callMs,
+    startTimeoutMs: upstream.timeouts.startMs,
     toolTimeoutsMs: tools,
     restart: upstream.restart.enabled
       ? {

@@ -45,6 +45,8 @@ export interface RestartPolicy {
 export interface UpstreamOptions {
   /** Default per-request timeout; nothing waits on an upstream longer than this. */
   timeoutMs?: number;
+  /** How long the upstream may take to answer initialize (default 15 s). */
+  startTimeoutMs?: number;
   /** Per-tool overrides of the tools/call timeout. */
   toolTimeoutsMs?: Readonly<Record<string, number>>;
   restart?: Partial<RestartPolicy>;
@@ -199,9 +201,12 @@ export class Upstream {
     this.generation++;
     this.#startedAt = Date.now();
     try {
-      await client.connect(transport, {});
+      await client.connect(transport, { timeout: this.#options.startTimeoutMs ?? 15_000 });
     } catch (error) {
-      throw this.#failure(`upstream ${this.name} did not start: ${errorText(error)}`, error);
+      const failure = this.#failure(`upstream ${this.name} did not start: ${errorText(error)}`, error);
+      // A server that never answered initialize is still running: end it.
+      await client.close().catch(() => {});
+      throw failure;
     }
     this.#down = undefined;
   }

@@ -163,3 +163,14 @@ describe('a relay in front of a remote Streamable HTTP upstream', () => {
     );
   });
 });
+
+describe('an upstream that never answers initialize', () => {
+  // The test's own timeout is below the 15 s default, so it passes only if startTimeoutMs is honoured.
+  it('fails the session within the start timeout', { timeout: 8000 }, async () => {
+    const error = await openSession({
+      upstreams: [{ name: 'stuck', kind: 'stdio', command: NODE, args: [FIXTURE, '--hang'] }],
+      upstream: { startTimeoutMs: 500 },
+    }).catch((e: unknown) => e);
+    expect((error as { code?: string }).code).toBe('ADAPTER.EXECUTION.FAILED');
+  });
+});
