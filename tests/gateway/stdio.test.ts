@@ -9,6 +9,8 @@ function textOf(result: { content?: unknown }): string {
   return first?.text ?? '';
 }
 
+let samplingAborts = 0;
+
 /** An SDK v2 client talking to `bin/mcp-envelope proxy` as a real process over stdio. */
 async function connectProxy(
   flags: string[] = [],
@@ -17,14 +19,22 @@ async function connectProxy(
     { name: 'stdio-test', version: '1.0.0' },
     { capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } } },
   );
-  client.setRequestHandler('sampling/createMessage', async (request) => ({
-    role: 'assistant',
-    model: 'test-model',
-    content: {
-      type: 'text',
-      text: `sampled: ${(request.params.messages[0]?.content as { text?: string } | undefined)?.text}`,
-    },
-  }));
+  client.setRequestHandler('sampling/createMessage', async (request, ctx) => {
+    if ((request.params.messages[0]?.content as { text?: string } | undefined)?.text === 'slow') {
+      // Waits until the server gives up; the abort proves its cancellation came through.
+      await new Promise<void>((resolve) => ctx.mcpReq.signal.addEventListener('abort', () => resolve()));
+      samplingAborts++;
+      throw new Error('cancelled');
+    }
+    return {
+      role: 'assistant',
+      model: 'test-model',
+      content: {
+        type: 'text',
+        text: `sampled: ${(request.params.messages[0]?.content as { text?: string } | undefined)?.text}`,
+      },
+    };
+  });
   client.setRequestHandler('elicitation/create', async () => ({
     action: 'accept',
     content: { username: 'ada', email: 'ada@example.com' },
@@ -153,6 +163,15 @@ describe('proxy over stdio', () => {
     expect(textOf(elicited)).toContain('"username":"ada"');
     const roots = await client.callTool({ name: 'list_roots', arguments: {} });
     expect(JSON.parse(textOf(roots)).roots[0].uri).toBe('file:///work');
+  });
+
+  it('passes the upstream cancelling its own sampling request on to the downstream client', async () => {
+    const result = await client.callTool({ name: 'impatient_sampling', arguments: {} });
+    expect(textOf(result)).toBe('gave up');
+    for (let attempt = 0; attempt < 50 && samplingAborts === 0; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(samplingAborts).toBe(1);
   });
 
   it('passes an unknown tool to the upstream, whose answer comes back as is', async () => {
