@@ -11,8 +11,6 @@ export {
   type RecordContext,
   type ToolArguments,
   type ToolCall,
-  type ToolGate,
-  type ToolGateDecision,
   ToolTimeoutError,
   type ValidationMode,
 } from './pipeline.ts';
