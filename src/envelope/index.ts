@@ -47,6 +47,7 @@ export {
   PROFILES,
   type Profile,
   type ProfileConfig,
+  profileConfigFrom,
 } from './profiles.ts';
 export {
   assertEnvelopeV01,

@@ -23,6 +23,36 @@ export interface ProfileConfig {
   defaults?: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * A profile configuration read from JSON (`{"include_only": {tool: [members]},
+ * "defaults": {member: value}}`), checked member by member.
+ */
+export function profileConfigFrom(value: unknown): ProfileConfig {
+  if (!isJsonObject(value))
+    throw new EnvelopeError('USAGE_ERROR', 'A profile configuration must be a JSON object');
+  const unknown = Object.keys(value).filter((key) => key !== 'include_only' && key !== 'defaults');
+  if (unknown.length > 0)
+    throw new EnvelopeError('USAGE_ERROR', `Unknown profile configuration member(s): ${unknown.join(', ')}`);
+  const config: ProfileConfig = {};
+  if (value.include_only !== undefined) {
+    const lists = value.include_only;
+    const valid =
+      isJsonObject(lists) &&
+      Object.values(lists).every(
+        (list) => Array.isArray(list) && list.every((item) => typeof item === 'string'),
+      );
+    if (!valid)
+      throw new EnvelopeError('USAGE_ERROR', 'include_only must map tool names to arrays of member names');
+    config.includeOnly = lists as Record<string, string[]>;
+  }
+  if (value.defaults !== undefined) {
+    if (!isJsonObject(value.defaults))
+      throw new EnvelopeError('USAGE_ERROR', 'defaults must map member names to their default values');
+    config.defaults = value.defaults;
+  }
+  return config;
+}
+
 export function isProfile(value: unknown): value is Profile {
   return typeof value === 'string' && (PROFILES as readonly string[]).includes(value);
 }

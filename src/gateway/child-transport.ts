@@ -62,6 +62,8 @@ export class ChildProcessTransport implements Transport {
   #buffer: ReadBuffer;
   #exit: ChildExit | undefined;
   #closed = false;
+  #pending: JSONRPCMessage[] = [];
+  #draining = false;
   garbageLines = 0;
 
   onclose?: () => void;
@@ -133,15 +135,41 @@ export class ChildProcessTransport implements Transport {
         this.#stderr('[gateway] upstream wrote a non JSON-RPC line on stdout\n');
         continue;
       }
-      if (message === null) return;
+      if (message === null) break;
+      this.#pending.push(message);
+    }
+    if (!this.#draining) this.#drain();
+  }
+
+  /**
+   * Hands messages to the protocol in order. The SDK runs notification handlers
+   * on a microtask but settles responses at once, so a response read in the same
+   * chunk as the progress notifications before it would overtake them; after a
+   * notification, the next response waits one macrotask.
+   */
+  #drain(): void {
+    this.#draining = true;
+    let notified = false;
+    for (let message = this.#pending.shift(); message; message = this.#pending.shift()) {
+      const isResponse = 'id' in message && !('method' in message);
+      if (isResponse && notified) {
+        this.#pending.unshift(message);
+        setImmediate(() => this.#drain());
+        return;
+      }
+      if (!('id' in message)) notified = true;
       this.onmessage?.(message);
     }
+    this.#draining = false;
   }
 
   #finish(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#buffer.clear();
+    // Whatever the child said before exiting is delivered before the close.
+    for (let message = this.#pending.shift(); message; message = this.#pending.shift())
+      this.onmessage?.(message);
     this.onclose?.();
   }
 

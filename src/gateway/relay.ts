@@ -103,6 +103,9 @@ export class Relay {
   readonly #options: RelayOptions;
   readonly #inFlight: ServerContext[] = [];
   readonly #resourceOwners = new Map<string, Upstream>();
+  /** Notifications to the downstream, in the order the upstream sent them. */
+  #outbox: Promise<void> = Promise.resolve();
+  readonly #notified = new WeakSet<ServerContext>();
 
   constructor(upstreams: readonly Upstream[], options: RelayOptions = {}) {
     if (upstreams.length === 0) throw new EnvelopeError('USAGE_ERROR', 'A relay needs at least one upstream');
@@ -138,7 +141,13 @@ export class Relay {
     return async (request, ctx) => {
       this.#inFlight.push(ctx);
       try {
-        return (await body(request.params as Record<string, unknown> | undefined, ctx)) as never;
+        const result = await body(request.params as Record<string, unknown> | undefined, ctx);
+        // A result must not overtake the notifications the upstream sent before it.
+        await this.#outbox;
+        // Clients settle a response at once but handle notifications a microtask later; a
+        // response in the same read as the last notification could overtake it there.
+        if (this.#notified.has(ctx)) await new Promise<void>((resolve) => setImmediate(resolve));
+        return result as never;
       } catch (error) {
         throw toProtocolError(error);
       } finally {
@@ -159,11 +168,13 @@ export class Relay {
     const onprogress =
       token === undefined
         ? undefined
-        : (progress: { progress: number; total?: number; message?: string }) => {
-            void ctx.mcpReq
-              .notify({ method: 'notifications/progress', params: { ...progress, progressToken: token } })
-              .catch(() => {});
-          };
+        : (progress: { progress: number; total?: number; message?: string }) =>
+            this.#queue(ctx, () =>
+              ctx.mcpReq.notify({
+                method: 'notifications/progress',
+                params: { ...progress, progressToken: token },
+              }),
+            );
     return upstream.request(method, params, { signal: ctx.mcpReq.signal, onprogress });
   }
 
@@ -330,15 +341,20 @@ export class Relay {
     return this.#inFlight.at(-1);
   }
 
-  async #fromUpstream(notification: Notification): Promise<void> {
-    const ctx = this.#current();
-    try {
-      // Inside a call, the message rides that call's stream, as the upstream sent it during the call.
-      if (ctx && !ctx.mcpReq.signal.aborted) await ctx.mcpReq.notify(notification);
-      else await this.server.notification(notification);
-    } catch {
+  #queue(ctx: ServerContext | undefined, send: () => Promise<void>): void {
+    if (ctx) this.#notified.add(ctx);
+    this.#outbox = this.#outbox.then(send).catch(() => {
       // A downstream that went away cannot be told; the upstream is not at fault.
-    }
+    });
+  }
+
+  #fromUpstream(notification: Notification): void {
+    const ctx = this.#current();
+    // Inside a call, the message rides that call's stream, as the upstream sent it during the call.
+    const live = ctx && !ctx.mcpReq.signal.aborted ? ctx : undefined;
+    this.#queue(live, () =>
+      live ? live.mcpReq.notify(notification) : this.server.notification(notification),
+    );
   }
 
   async #serverToClient(request: JSONRPCRequest, signal: AbortSignal): Promise<Result> {

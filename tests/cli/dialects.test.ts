@@ -108,6 +108,8 @@ describe('mcp-envelope detect / normalize / convert / validate --as / wrap --dia
     expect(JSON.parse(invalid.stdout)).toMatchObject({ valid: false, as: 'scalpel-v1' });
     const request = await run(['validate', fixture('jsonrpc-request.json'), '--as', 'jsonrpc-request']);
     expect(request.code).toBe(0);
+    const detected = await run(['validate', fixture('scalpel-v1.ok.json')]);
+    expect(detected).toMatchObject({ code: 0, stdout: 'valid scalpel.envelope.v1\n' });
   });
 
   it('wraps a legacy payload in the chosen dialect, and passes an envelope of that dialect through unchanged', async () => {
@@ -127,8 +129,59 @@ describe('mcp-envelope detect / normalize / convert / validate --as / wrap --dia
     expect(same.stdout).toBe(
       '{\n  "ok": true,\n  "tool": "fill_template",\n  "schema_version": "2026-02-19",\n  "data": {}\n}\n',
     );
+    const text = await run(
+      ['wrap', '--text', '--dialect', 'hosted-v2', '--tool-name', 'echo', '-'],
+      '{"a":1}',
+    );
+    expect(JSON.parse(text.stdout)).toEqual({
+      ok: true,
+      tool: 'echo',
+      schema_version: '2026-02-19',
+      data: '{"a":1}',
+    });
     const converted = await run(['wrap', fixture('hosted-v2.ok.json')]);
     expect(JSON.parse(converted.stdout)).toEqual({ schema_version: 'mcp.envelope.v0.1', result: {} });
+  });
+
+  it('trims the payload to a profile, with a profile configuration file', async () => {
+    const result = temp(
+      'scan.json',
+      JSON.stringify({
+        risk: 'high',
+        findings: [],
+        notes: null,
+        debug: { cache_hit: false },
+        truncated: false,
+      }),
+    );
+    const standard = await run(['convert', result, '--to', 'legacy', '--profile', 'standard']);
+    expect(JSON.parse(standard.stdout)).toEqual({
+      risk: 'high',
+      debug: { cache_hit: false },
+      truncated: false,
+    });
+    const config = temp('profile.json', JSON.stringify({ defaults: { cache_hit: false, truncated: false } }));
+    const minimal = await run([
+      'convert',
+      result,
+      '--to',
+      'legacy',
+      '--profile',
+      'minimal',
+      '--profile-config',
+      config,
+    ]);
+    expect(JSON.parse(minimal.stdout)).toEqual({ risk: 'high' });
+    const bad = await run([
+      'normalize',
+      result,
+      '--profile',
+      'minimal',
+      '--profile-config',
+      temp('bad.json', '{"x":1}'),
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('error[USAGE_ERROR]');
   });
 
   it('refuses to wrap a near-miss envelope (no double wrap)', async () => {

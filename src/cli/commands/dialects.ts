@@ -2,10 +2,17 @@ import { convert, normalize } from '../../envelope/convert.ts';
 import { detectDialect } from '../../envelope/detect.ts';
 import { DIALECT_IDS, type DialectId, type Loss } from '../../envelope/dialect.ts';
 import { codecFor, isDialectId } from '../../envelope/dialects/index.ts';
-import { applyProfile, isProfile, PROFILES } from '../../envelope/profiles.ts';
+import {
+  applyProfile,
+  isProfile,
+  PROFILES,
+  type Profile,
+  type ProfileConfig,
+  profileConfigFrom,
+} from '../../envelope/profiles.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { type Registrar, runs } from '../command.ts';
-import { readResultInput } from '../input.ts';
+import { readJsonInput, readResultInput } from '../input.ts';
 import { EXIT } from '../output.ts';
 
 /** detect, normalize and convert: the dialect layer on the command line. */
@@ -19,6 +26,22 @@ export function dialectOption(value: string | undefined, flag: string): DialectI
   }
   return value;
 }
+
+async function profileFrom(
+  options: { profile: string; profileConfig?: string },
+  io: Parameters<typeof readJsonInput>[1],
+): Promise<{ profile: Profile; config: ProfileConfig }> {
+  if (!isProfile(options.profile))
+    throw new EnvelopeError('USAGE_ERROR', `--profile must be one of ${PROFILES.join(', ')}`);
+  const config =
+    options.profileConfig === undefined
+      ? {}
+      : profileConfigFrom(await readJsonInput(options.profileConfig, io));
+  return { profile: options.profile, config };
+}
+
+const PROFILE_CONFIG_HELP =
+  'JSON file: {"include_only": {"tool": ["member", …]}, "defaults": {"member": value}} (used by minimal)';
 
 export function lossLines(losses: readonly Loss[]): string {
   return losses.map((loss) => `loss: ${loss.path} ${loss.reason}\n`).join('');
@@ -65,16 +88,23 @@ export const registerNormalize: Registrar = (program, invocation) => {
     .argument('[file]', 'file, or - for stdin', '-')
     .option('--text', 'treat the input as text (a string payload) even if it is JSON')
     .option('--profile <profile>', `trim the payload: ${PROFILES.join(', ')}`, 'debug')
+    .option('--profile-config <file>', PROFILE_CONFIG_HELP)
     .action(
-      runs(invocation, async ({ io }, file: string, options: { text?: boolean; profile: string }) => {
-        if (!isProfile(options.profile))
-          throw new EnvelopeError('USAGE_ERROR', `--profile must be one of ${PROFILES.join(', ')}`);
-        const input = await readResultInput(file, io, { asText: options.text === true });
-        const { from, model } = normalize(input.value);
-        const { decodedFrom: _from, ...shown } = applyProfile(model, options.profile);
-        const output = { from, model: shown };
-        return { exitCode: EXIT.ok, raw: `${JSON.stringify(output, null, 2)}\n`, json: output };
-      }),
+      runs(
+        invocation,
+        async (
+          { io },
+          file: string,
+          options: { text?: boolean; profile: string; profileConfig?: string },
+        ) => {
+          const { profile, config } = await profileFrom(options, io);
+          const input = await readResultInput(file, io, { asText: options.text === true });
+          const { from, model } = normalize(input.value);
+          const { decodedFrom: _from, ...shown } = applyProfile(model, profile, config);
+          const output = { from, model: shown };
+          return { exitCode: EXIT.ok, raw: `${JSON.stringify(output, null, 2)}\n`, json: output };
+        },
+      ),
     );
 };
 
@@ -85,6 +115,7 @@ interface ConvertCliOptions {
   tool?: string;
   requestId?: string;
   profile: string;
+  profileConfig?: string;
 }
 
 export const registerConvert: Registrar = (program, invocation) => {
@@ -103,17 +134,17 @@ export const registerConvert: Registrar = (program, invocation) => {
     .option('--tool <name>', 'tool name for dialects that require one, when the input has none')
     .option('--request-id <id>', 'request id for dialects that require one, when the input has none')
     .option('--profile <profile>', `trim the payload first: ${PROFILES.join(', ')}`, 'debug')
+    .option('--profile-config <file>', PROFILE_CONFIG_HELP)
     .action(
       runs(invocation, async ({ io, global }, file: string, options: ConvertCliOptions) => {
         const to = dialectOption(options.to, '--to');
-        if (!isProfile(options.profile))
-          throw new EnvelopeError('USAGE_ERROR', `--profile must be one of ${PROFILES.join(', ')}`);
+        const { profile, config } = await profileFrom(options, io);
         const input = await readResultInput(file, io, { asText: options.text === true });
         let value = input.value;
-        if (options.profile !== 'debug') {
+        if (profile !== 'debug') {
           // Trimming re-encodes in the source dialect first, so the conversion sees the trimmed payload.
           const { from, model } = normalize(value);
-          value = codecFor(from).encode(applyProfile(model, options.profile)).value;
+          value = codecFor(from).encode(applyProfile(model, profile, config)).value;
         }
         const result = convert(value, to, {
           ...(options.strict ? { strict: true } : {}),

@@ -69,14 +69,16 @@ export const registerValidate: Registrar = (program, invocation) => {
   program
     .command('validate')
     .description(
-      'validate a document against its JSON Schema (detected from its schema_version unless --as is given)',
+      'validate a document against its JSON Schema (detected from its schema_version or envelope dialect unless --as is given)',
     )
     .argument('<file>', 'JSON file, or - for stdin')
     .option('--as <kind>', `one of ${Object.keys(VALIDATE_TARGETS).join(', ')}`)
     .action(
       runs(invocation, async ({ io }, file: string, options: { as?: string }) => {
         const value = await readJsonInput(file, io);
-        const target = options.as ?? detectTarget(value);
+        const detected = detectDialect(value).dialect;
+        const byDialect = detected === null || detected === 'legacy' ? undefined : detected;
+        const target = options.as ?? detectTarget(value) ?? byDialect;
         if (target === undefined) {
           throw new EnvelopeError(
             'USAGE_ERROR',

@@ -11,6 +11,7 @@ import {
 } from '../../envelope/compat-policy.ts';
 import { convert } from '../../envelope/convert.ts';
 import { detectDialect, requireDialect } from '../../envelope/detect.ts';
+import { codecFor } from '../../envelope/dialects/index.ts';
 import type { IssueEntry } from '../../envelope/model.ts';
 import type { EnvelopeV01 } from '../../envelope/prov-v01.ts';
 import { EnvelopeError } from '../../errors/index.ts';
@@ -308,6 +309,14 @@ export const registerWrap: Registrar = (program, invocation) => {
                 io.stderr('note: provenance not attached: only a prov-v0.1 wrap attaches a record\n');
               return inDialect(payload, EXIT.ok);
             }
+          } else if (dialect !== 'prov-v0.1') {
+            // --text: the text is the payload as it stands, even if it reads as JSON.
+            const encoded = codecFor(dialect).encode(
+              { ok: true, data: payload, decodedFrom: 'legacy' },
+              context,
+            );
+            if (encoded.losses.length > 0) io.stderr(lossLines(encoded.losses));
+            return { exitCode: EXIT.ok, raw: `${JSON.stringify(encoded.value)}\n`, json: encoded.value };
           }
           const policy = applyCompatibilityPolicy(payload, { meta });
           outcome =

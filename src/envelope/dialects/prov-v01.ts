@@ -81,10 +81,25 @@ export function entryToError(entry: IssueEntry): NormalizedError {
   return error;
 }
 
+/**
+ * Claims the dialect: `mcp.envelope.v0.1` itself, or another version of the same
+ * envelope (`mcp.envelope.v0.2`), which is a near miss: wrapping it would nest
+ * one envelope in another.
+ */
+function claims(value: unknown): boolean {
+  const candidate = fromText(value);
+  if (claimsEnvelopeV01(candidate)) return true;
+  return (
+    isJsonObject(candidate) &&
+    typeof candidate.schema_version === 'string' &&
+    /^mcp\.envelope\.v\d/.test(candidate.schema_version) &&
+    'result' in candidate
+  );
+}
+
 function detect(value: unknown): Detection {
   const candidate = fromText(value);
-  const claims = claimsEnvelopeV01(candidate);
-  if (!claims) {
+  if (!claims(candidate)) {
     return {
       dialect: 'prov-v0.1',
       match: false,
@@ -214,7 +229,7 @@ export const provV01Codec: DialectCodec = {
   id: 'prov-v0.1',
   schemaId: SCHEMA_IDS.envelope,
   schema: bundledSchema(SCHEMA_IDS.envelope),
-  claims: (value) => claimsEnvelopeV01(fromText(value)),
+  claims,
   payloadOf: (value) => {
     const candidate = fromText(value);
     return isJsonObject(candidate) ? candidate.result : undefined;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { convert } from '../../../src/envelope/convert.ts';
 import { codecFor } from '../../../src/envelope/dialects/index.ts';
-import { applyProfile, applyProfileToData } from '../../../src/envelope/profiles.ts';
+import { applyProfile, applyProfileToData, profileConfigFrom } from '../../../src/envelope/profiles.ts';
 import {
   FeatureGate,
   gateFeature,
@@ -90,6 +90,16 @@ describe('response profiles', () => {
     expect(encoded.upgrade_hints).toEqual([]);
     expect(encoded.error).toBeNull();
     expect(convert(encoded, 'scalpel-v1').value).toBe(encoded);
+  });
+
+  it('reads a profile configuration from JSON and refuses malformed ones', () => {
+    expect(profileConfigFrom({ include_only: { scan: ['a'] }, defaults: { x: 0 } })).toEqual({
+      includeOnly: { scan: ['a'] },
+      defaults: { x: 0 },
+    });
+    for (const bad of [[], { include_only: { scan: 'a' } }, { defaults: 1 }, { extra: true }]) {
+      expect(() => profileConfigFrom(bad)).toThrow(expect.objectContaining({ code: 'USAGE_ERROR' }));
+    }
   });
 
   it('refuses an unknown profile', () => {

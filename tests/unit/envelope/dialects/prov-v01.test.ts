@@ -34,8 +34,11 @@ describe('prov-v0.1 codec', () => {
     expect(prov.detect(JSON.stringify(first?.value)).match).toBe(true);
   });
 
-  it('reports a wrong schema_version as not a claim, and extra members and double wraps as near misses', () => {
-    expect(prov.detect({ schema_version: 'mcp.envelope.v0.2', result: 1 })).toMatchObject({ near: false });
+  it('reports another envelope version, extra members and double wraps as near misses, a payload version as no claim', () => {
+    expect(prov.detect({ schema_version: 'assist.response.v0.1', result: 1 })).toMatchObject({ near: false });
+    const wrongVersion = prov.detect({ schema_version: 'mcp.envelope.v0.2', result: 1 });
+    expect(wrongVersion).toMatchObject({ match: false, near: true });
+    expect(JSON.stringify(wrongVersion)).toContain('/schema_version must equal');
     const extra = prov.detect({ schema_version: 'mcp.envelope.v0.1', result: 1, extra: true });
     expect(extra).toMatchObject({ match: false, near: true });
     expect(JSON.stringify(extra)).toContain('/extra');

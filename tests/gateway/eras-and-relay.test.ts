@@ -1,0 +1,118 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { InMemoryTransport } from '@modelcontextprotocol/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type GatewaySession, openSession } from '../../src/gateway/session.ts';
+import { BIN, FIXTURE, NODE, ROOT, type Running, startProxyHttp } from './helpers.ts';
+
+function textOf(result: { content?: unknown }): string {
+  return (result.content as { text?: string }[] | undefined)?.[0]?.text ?? '';
+}
+
+describe('the 2026-07-28 era through the gateway', () => {
+  let proxy: Running;
+
+  beforeAll(async () => {
+    proxy = await startProxyHttp();
+  });
+
+  afterAll(async () => {
+    await proxy?.stop();
+  });
+
+  it('serves a pinned 2026-07-28 client statelessly over HTTP', async () => {
+    const client = new Client(
+      { name: 'modern', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    try {
+      expect(client.getProtocolEra()).toBe('modern');
+      const echo = await client.callTool({ name: 'echo', arguments: { text: 'modern http' } });
+      expect(echo.structuredContent).toEqual({ text: 'modern http' });
+      const read = await client.readResource({ uri: 'test://static-text' });
+      expect((read.contents[0] as { text: string }).text).toContain('static text resource');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('serves a 2026-07-28 client over stdio', async () => {
+    const client = new Client(
+      { name: 'modern', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(
+      new StdioClientTransport({ command: NODE, args: [BIN, 'proxy', '--', NODE, FIXTURE], cwd: ROOT }),
+    );
+    try {
+      expect(client.getProtocolEra()).toBe('modern');
+      const echo = await client.callTool({ name: 'echo', arguments: { text: 'modern stdio' } });
+      expect(textOf(echo)).toBe('modern stdio');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('a relay over several upstreams', () => {
+  let session: GatewaySession;
+  let client: Client;
+
+  beforeAll(async () => {
+    session = await openSession({
+      upstreams: [
+        { name: 'alpha', kind: 'stdio', command: NODE, args: [FIXTURE] },
+        { name: 'beta', kind: 'stdio', command: NODE, args: [FIXTURE] },
+      ],
+    });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await session.relay.server.connect(serverSide);
+    client = new Client({ name: 'multi', version: '1.0.0' });
+    await client.connect(clientSide);
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await session?.close();
+  });
+
+  it('namespaces tools and prompts as <upstream>__<name> and routes calls by the prefix', async () => {
+    const tools = await client.listTools();
+    const names = tools.tools.map((tool) => tool.name);
+    expect(names).toContain('alpha__echo');
+    expect(names).toContain('beta__echo');
+    expect(names).not.toContain('echo');
+    const [alphaPid, betaPid] = await Promise.all([
+      client.callTool({ name: 'alpha__pid', arguments: {} }),
+      client.callTool({ name: 'beta__pid', arguments: {} }),
+    ]);
+    expect(textOf(alphaPid)).toBe(String(session.upstreams[0]?.pid));
+    expect(textOf(betaPid)).toBe(String(session.upstreams[1]?.pid));
+    const prompts = await client.listPrompts();
+    expect(prompts.prompts.map((prompt) => prompt.name)).toContain('beta__test_simple_prompt');
+    const prompt = await client.getPrompt({ name: 'beta__test_simple_prompt' });
+    expect(prompt.messages).toHaveLength(1);
+  });
+
+  it('answers an unknown namespace with NOT_FOUND', async () => {
+    const error = await client.callTool({ name: 'gamma__echo', arguments: {} }).catch((e: unknown) => e);
+    expect((error as { data?: { canonical_code?: string } }).data?.canonical_code).toBe('NOT_FOUND');
+  });
+
+  it('passes a downstream cancellation on to the upstream', async () => {
+    const controller = new AbortController();
+    const call = client
+      .callTool({ name: 'alpha__slow', arguments: { ms: 5000 } }, { signal: controller.signal })
+      .catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    controller.abort();
+    await call;
+    let seen = '0';
+    for (let attempt = 0; attempt < 50 && seen === '0'; attempt++) {
+      seen = textOf(await client.callTool({ name: 'alpha__cancellations', arguments: {} }));
+      if (seen === '0') await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(seen).toBe('1');
+  });
+});

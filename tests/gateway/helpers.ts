@@ -1,0 +1,61 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const BIN = fileURLToPath(new URL('../../bin/mcp-envelope', import.meta.url));
+export const FIXTURE = fileURLToPath(new URL('../fixtures/servers/everything.ts', import.meta.url));
+export const NODE = process.execPath;
+
+export interface Running {
+  child: ChildProcess;
+  url: string;
+  stderr: () => string;
+  stop(): Promise<void>;
+}
+
+/** Starts a process that prints `listening on URL` on stderr and waits (bounded) for that line. */
+export function startListening(args: readonly string[], timeoutMs = 15_000): Promise<Running> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE, [...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    let err = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`no listening line within ${timeoutMs} ms: ${err}`));
+    }, timeoutMs);
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (text: string) => {
+      err += text;
+      const match = /listening on (http:\/\/\S+)/.exec(err);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve({
+          child,
+          url: match[1],
+          stderr: () => err,
+          stop: () => stopChild(child),
+        });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before listening: ${err}`));
+    });
+  });
+}
+
+export function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const hard = setTimeout(() => child.kill('SIGKILL'), 3000);
+    child.once('exit', () => {
+      clearTimeout(hard);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** `bin/mcp-envelope proxy [flags] -- node fixture` over HTTP on an ephemeral port. */
+export function startProxyHttp(flags: readonly string[] = []): Promise<Running> {
+  return startListening([BIN, 'proxy', '--http', '127.0.0.1:0', ...flags, '--', NODE, FIXTURE]);
+}
