@@ -148,6 +148,11 @@ export interface PipelineOptions {
   profile?: Profile;
   profileConfig?: ProfileConfig;
   registry?: SchemaRegistry;
+  /**
+   * Most array elements and object members the arguments may hold in all; a
+   * larger payload is INVALID_INPUT before any schema work. Default: no limit.
+   */
+  maxArgumentElements?: number;
   /** A tool that has not answered after this long has failed (ADAPTER.EXECUTION.FAILED); its signal is aborted. */
   timeoutMs?: number;
   /** Receives every provenance record built (the gateway's ledger). */
@@ -166,6 +171,22 @@ function requestIdFor(dialect: ResultDialectId, runId: string): string {
   if (dialect === 'scalpel-v1') return hex;
   if (dialect === 'a11y-v0.1') return `req_${hex}`;
   return runId;
+}
+
+/** Counts array elements and object members, stopping as soon as the count passes `max`. */
+function elementCount(value: unknown, max: number): number {
+  let count = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node !== 'object') continue;
+    const children = Array.isArray(node) ? node : Object.values(node);
+    for (const child of children) {
+      if (++count > max) return count;
+      if (child !== null && typeof child === 'object') stack.push(child);
+    }
+  }
+  return count;
 }
 
 /** A tool's own schema could not be compiled. */
@@ -462,6 +483,10 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         });
         return ownBuilt(envelope, 'denied', 'rejected');
       }
+    }
+    const maxElements = options.maxArgumentElements;
+    if (maxElements !== undefined && elementCount(call.arguments, maxElements) > maxElements) {
+      return invalidInput(`arguments hold more than ${maxElements} elements`, '', requestId, warnings);
     }
     if (inputMode !== 'off' && tool.inputSchema) {
       const checked = validatorFor(tool.inputSchema)(call.arguments ?? {});

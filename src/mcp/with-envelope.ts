@@ -53,6 +53,7 @@ interface RegisteredToolInternals {
 
 interface McpServerInternals {
   _registeredTools: Record<string, RegisteredToolInternals>;
+  _maxToolInputElements?: number;
   setToolRequestHandlers(): void;
   toolInputSchemaJson(name: string): Record<string, unknown> | undefined;
 }
@@ -120,7 +121,13 @@ export function withEnvelope(server: McpServer, options: WithEnvelopeOptions = {
   if (marked[WRAPPED])
     throw new EnvelopeError('USAGE_ERROR', 'withEnvelope was already applied to this server');
   const internals = internalsOf(server);
-  const pipeline = createPipeline(options);
+  // Keep the server's own guard against oversized arguments (McpServerOptions.maxToolInputElements).
+  const limit = internals._maxToolInputElements;
+  const pipeline = createPipeline(
+    options.maxArgumentElements === undefined && typeof limit === 'number'
+      ? { ...options, maxArgumentElements: limit }
+      : options,
+  );
   // Let McpServer install its tool handlers (a no-op once it has), then take them over.
   internals.setToolRequestHandlers();
   const low = server.server;

@@ -209,6 +209,20 @@ describe('withEnvelope on an SDK v2 McpServer (in process)', () => {
     });
   });
 
+  it("keeps the server's maxToolInputElements guard", async () => {
+    const server = new McpServer({ name: 'guarded', version: '0.1.0' }, { maxToolInputElements: 5 });
+    server.registerTool('sum', { inputSchema: z.object({ n: z.array(z.number()) }) }, async ({ n }) => ({
+      content: [{ type: 'text', text: String(n.reduce((a, b) => a + b, 0)) }],
+    }));
+    withEnvelope(server);
+    const client = await connect(server);
+    expect(structured(await client.callTool({ name: 'sum', arguments: { n: [1, 2, 3] } })).result).toBe(6);
+    const big = await client.callTool({ name: 'sum', arguments: { n: [1, 2, 3, 4, 5, 6] } });
+    expect(structured(big).errors).toMatchObject([
+      { code: 'INVALID_INPUT', message: 'Invalid params: arguments hold more than 5 elements' },
+    ]);
+  });
+
   it('works the same in the 2026-07-28 protocol era (in-process Streamable HTTP handler)', async () => {
     const handler = createMcpHandler(() => createExampleServer({ seed: 'modern' }));
     const client = new Client({ name: 'modern', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
