@@ -25,6 +25,7 @@ export {
   contentText,
   type EnvelopeToToolResultOptions,
   envelopeToToolResult,
+  LOSSES_META_KEY,
   PROVENANCE_META_KEY,
   parseJsonText,
   type ToolResultLike,

@@ -35,6 +35,7 @@ import {
 } from './dialects.ts';
 import {
   contentText,
+  LOSSES_META_KEY,
   PROVENANCE_META_KEY,
   type ToolResultLike,
   type ToolResultPayload,
@@ -222,6 +223,8 @@ export interface Pipeline {
 }
 
 const DEFAULT_ADAPTER = 'mcp-envelope';
+/** Model fields the pipeline itself adds; a dialect without a place for them loses nothing of the tool's. */
+const ADAPTER_META_PATHS = new Set(['/tool', '/meta/adapter', '/meta/request_id', '/meta/tier']);
 const INVALID_PARAMS = 'Invalid params';
 
 /** Methods whose contracts are defined on an mcp.envelope.v0.1 around the record. */
@@ -607,13 +610,17 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         ...(options.tier === undefined ? {} : { tier: options.tier }),
       });
       value = converted.value;
-      losses = converted.losses.length;
+      // The adapter's own metadata is no loss of the tool's; everything else is reported.
+      let reported = converted.losses.filter((loss) => !ADAPTER_META_PATHS.has(loss.path));
       text = undefined;
-      // A legacy error result is its message, as plain MCP servers write it.
+      // A legacy error result is its message, as plain MCP servers write it: isError and the text carry the errors.
       if (dialect === 'legacy' && built.isError) {
         text = (envelope.errors ?? []).map((issue) => `${issue.code}: ${issue.message}`).join('\n');
         value = text;
+        reported = reported.filter((loss) => !/^\/(?:ok|error|errors)(?:\/|$)/.test(loss.path));
       }
+      losses = reported.length;
+      if (reported.length > 0) resultMeta[LOSSES_META_KEY] = reported;
     }
     const result = valueToToolResult(value, {
       isError: built.isError,

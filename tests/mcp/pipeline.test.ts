@@ -338,6 +338,14 @@ describe('createPipeline in every result dialect', () => {
     });
   });
 
+  it('lists what the dialect could not carry in _meta, leaving out the adapter metadata', async () => {
+    const a11y = await createPipeline({ dialect: 'a11y-v0.1' }).callTool(call(text('Hello')));
+    expect(a11y.structuredContent).toMatchObject({ result: { value: 'Hello' } });
+    expect(a11y._meta?.['mcp-envelope/losses']).toEqual([{ path: '/data', reason: expect.any(String) }]);
+    const hosted = await createPipeline({ dialect: 'hosted-v2' }).callTool(call(text('Hello')));
+    expect(hosted._meta).toBeUndefined();
+  });
+
   it('writes a legacy error result as its message', async () => {
     const result = await createPipeline({ dialect: 'legacy' }).callTool(
       call(async () => {
