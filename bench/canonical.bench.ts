@@ -7,7 +7,9 @@ import { digestValue } from '../src/canonical/digest.ts';
  * Canonical JSON + SHA-256 of 1 KB, 100 KB and 10 MB documents: this project's
  * canonicalize/digestValue against the `canonicalize` package with node:crypto,
  * measured in the same run, after checking that both give the same bytes.
- * Target: ours at least 2x the peer's throughput.
+ * Two kinds of data: findings (a few record shapes, as tools report them) and
+ * random shapes (every object different: the worst case for the copy-then-
+ * stringify strategy). Target: ours at least 2x the peer's throughput.
  */
 
 const TARGET = 2;
@@ -56,7 +58,29 @@ const KEYS = [
   'Ω',
 ];
 
-/** Tool-result-like data: objects with members out of order, floats, ints, Unicode. */
+/**
+ * Findings as scanners and linters report them: a few record shapes, members
+ * in the producer's (non-alphabetical) order, optional members left out.
+ */
+function finding(random: () => number, index: number): unknown {
+  const record: Record<string, unknown> = {
+    rule_id: `R${Math.floor(random() * 400)}`,
+    severity: ['low', 'medium', 'high', 'critical'][Math.floor(random() * 4)],
+    message: `${WORDS[Math.floor(random() * WORDS.length)]} at ${index}: ${WORDS[Math.floor(random() * WORDS.length)]}`,
+    location: {
+      path: `src/module_${index % 97}/file_${index % 13}.ts`,
+      line: Math.floor(random() * 5000),
+      column: Math.floor(random() * 120),
+    },
+    confidence: Math.round(random() * 1000) / 1000,
+  };
+  if (random() < 0.5) record.tags = ['security', WORDS[Math.floor(random() * WORDS.length)]];
+  if (random() < 0.3) record.fix = { kind: 'replace', text: `value_${index}`, safe: random() < 0.5 };
+  if (random() < 0.2) record.references = [{ url: `https://example.invalid/${index}`, title: 'ref' }];
+  return record;
+}
+
+/** Adversarial data: every object has its own set of member names, in random order. */
 function item(random: () => number, depth: number): unknown {
   const object: Record<string, unknown> = {};
   const count = 4 + Math.floor(random() * 6);
@@ -76,13 +100,15 @@ function item(random: () => number, depth: number): unknown {
   return object;
 }
 
-function document(targetBytes: number): unknown {
+type Style = 'findings' | 'random shapes';
+
+function document(targetBytes: number, style: Style): unknown {
   const random = prng(targetBytes);
   const items: unknown[] = [];
-  const doc = { results: items, schema_version: 'bench.v1', meta: { tool: 'bench', count: 0 } };
+  const doc = { schema_version: 'bench.v1', results: items, meta: { tool: 'bench', count: 0 } };
   let size = 0;
   while (size < targetBytes) {
-    const next = item(random, 0);
+    const next = style === 'findings' ? finding(random, items.length) : item(random, 0);
     items.push(next);
     size += JSON.stringify(next).length + 1;
   }
@@ -96,9 +122,13 @@ const peer = (value: unknown) =>
     .update(canonicalizePeer(value) as string)
     .digest('hex');
 
-/** Alternates the two in rounds so drift (heat, GC) hits both alike; returns seconds per op. */
+/**
+ * Alternates the two in rounds so drift (heat, GC, other load) hits both alike,
+ * and keeps each one's best round: on a shared machine the best round is the
+ * least disturbed one. Returns seconds per op.
+ */
 function measure(value: unknown, budgetMs: number): { ours: number; peer: number } {
-  const totals = { ours: { time: 0, ops: 0 }, peer: { time: 0, ops: 0 } };
+  const best = { ours: Number.POSITIVE_INFINITY, peer: Number.POSITIVE_INFINITY };
   const rounds = 10;
   for (let round = 0; round < rounds; round++) {
     for (const [name, run] of [
@@ -111,11 +141,10 @@ function measure(value: unknown, budgetMs: number): { ours: number; peer: number
         run(value);
         ops++;
       } while (performance.now() - start < budgetMs / rounds / 2);
-      totals[name].time += performance.now() - start;
-      totals[name].ops += ops;
+      best[name] = Math.min(best[name], (performance.now() - start) / ops / 1000);
     }
   }
-  return { ours: totals.ours.time / totals.ours.ops / 1000, peer: totals.peer.time / totals.peer.ops / 1000 };
+  return best;
 }
 
 const sizes: [string, number, number][] = [
@@ -126,23 +155,25 @@ const sizes: [string, number, number][] = [
 
 console.log('canonicalize + sha256: mcp-envelope vs canonicalize (npm) + node:crypto');
 let missed = 0;
-for (const [label, bytes, budget] of sizes) {
-  const value = document(bytes);
-  const text = canonicalize(value);
-  if (text !== canonicalizePeer(value) || ours(value) !== peer(value)) {
-    console.error(`${label}: output differs from the peer's`);
-    process.exit(1);
+for (const style of ['findings', 'random shapes'] as const) {
+  for (const [label, bytes, budget] of sizes) {
+    const value = document(bytes, style);
+    const text = canonicalize(value);
+    if (text !== canonicalizePeer(value) || ours(value) !== peer(value)) {
+      console.error(`${label} ${style}: output differs from the peer's`);
+      process.exit(1);
+    }
+    // Warm both paths before timing.
+    measure(value, Math.min(budget / 4, 500));
+    const time = measure(value, budget);
+    const mb = Buffer.byteLength(text) / 1e6;
+    const ratio = time.peer / time.ours;
+    if (ratio < TARGET) missed++;
+    console.log(
+      `${`${label} ${style}`.padEnd(21)} ${(mb * 1000).toFixed(0).padStart(6)} kB, byte-identical  ours ${(mb / time.ours).toFixed(1)} MB/s` +
+        ` (${(1 / time.ours).toFixed(0)} ops/s)  peer ${(mb / time.peer).toFixed(1)} MB/s (${(1 / time.peer).toFixed(0)} ops/s)` +
+        `  ratio ${ratio.toFixed(2)}x (target ${TARGET}x${ratio >= TARGET ? ', met' : ', MISSED'})`,
+    );
   }
-  // Warm both paths before timing.
-  measure(value, Math.min(budget / 4, 500));
-  const time = measure(value, budget);
-  const mb = Buffer.byteLength(text) / 1e6;
-  const ratio = time.peer / time.ours;
-  if (ratio < TARGET) missed++;
-  console.log(
-    `${label.padEnd(7)} (${(mb * 1000).toFixed(1)} kB canonical, byte-identical)  ours ${(mb / time.ours).toFixed(1)} MB/s` +
-      ` (${(1 / time.ours).toFixed(0)} ops/s)  peer ${(mb / time.peer).toFixed(1)} MB/s (${(1 / time.peer).toFixed(0)} ops/s)` +
-      `  ratio ${ratio.toFixed(2)}x (target ${TARGET}x${ratio >= TARGET ? ', met' : ', MISSED'})`,
-  );
 }
-if (missed > 0) console.log(`${missed} size(s) below the ${TARGET}x target`);
+if (missed > 0) console.log(`${missed} case(s) below the ${TARGET}x target`);

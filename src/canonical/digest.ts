@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { createBLAKE3, type IHasher } from 'hash-wasm';
 import { EnvelopeError } from '../errors/index.ts';
 import { canonicalize } from './canonicalize.ts';
@@ -123,18 +123,36 @@ export async function digestStream(
 /** Read size for file digests: large enough to amortize syscalls, small enough to stay in cache. */
 const FILE_CHUNK_BYTES = 1 << 20;
 
+/** A file-system failure as the stable INPUT_UNREADABLE, naming the file and the reason only. */
+function unreadable(path: string, error: unknown): EnvelopeError {
+  const code = (error as NodeJS.ErrnoException).code;
+  const reason =
+    code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : (error as Error).message;
+  return new EnvelopeError('INPUT_UNREADABLE', `Cannot read ${path}: ${reason}`, { path }, { cause: error });
+}
+
 /**
  * Digest of a file's bytes, reading into one reused buffer so memory does not
- * grow with the file.
+ * grow with the file. A file that cannot be read is INPUT_UNREADABLE.
  */
 export async function digestFile(path: string, alg: DigestAlg = 'sha256'): Promise<StreamDigest> {
   const hasher = await streamingHasher(assertDigestAlg(alg));
-  const handle = await open(path, 'r');
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch (error) {
+    throw unreadable(path, error);
+  }
   try {
     const buffer = Buffer.allocUnsafe(FILE_CHUNK_BYTES);
     let size = 0;
     for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, FILE_CHUNK_BYTES, null);
+      let bytesRead: number;
+      try {
+        ({ bytesRead } = await handle.read(buffer, 0, FILE_CHUNK_BYTES, null));
+      } catch (error) {
+        throw unreadable(path, error);
+      }
       if (bytesRead === 0) break;
       size += bytesRead;
       hasher.update(bytesRead === FILE_CHUNK_BYTES ? buffer : buffer.subarray(0, bytesRead));

@@ -10,6 +10,7 @@ import {
 } from './commands/conformance.ts';
 import { registerConvert, registerDetect, registerNormalize } from './commands/dialects.ts';
 import { registerDigest } from './commands/digest.ts';
+import { registerGateway } from './commands/gateway.ts';
 import { registerKeygen, registerLineage, registerSign, registerVerify } from './commands/integrity.ts';
 import { registerLedger } from './commands/ledger.ts';
 import { registerListMethods, registerValidateMethods } from './commands/methods.ts';
@@ -41,6 +42,7 @@ const REGISTRARS: readonly Registrar[] = [
   registerVerify,
   registerLineage,
   registerProxy,
+  registerGateway,
   registerLedger,
 ];
 

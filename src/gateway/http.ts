@@ -156,7 +156,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
 
   async function newSession(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo) {
     if (sessions.size >= maxSessions) {
-      sendError(res, new EnvelopeError('resource_exhausted', 'Too many open sessions', { max: maxSessions }));
+      sendError(res, new EnvelopeError('RESOURCE_EXHAUSTED', 'Too many open sessions', { max: maxSessions }));
       return;
     }
     let session: GatewaySession;
@@ -305,7 +305,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
 
   const server = createServer((req, res) => {
     if (closing) {
-      sendError(res, new EnvelopeError('dependency_unavailable', 'The gateway is shutting down'));
+      sendError(res, new EnvelopeError('DEPENDENCY_UNAVAILABLE', 'The gateway is shutting down'));
       return;
     }
     route(req, res).catch((error: unknown) => {

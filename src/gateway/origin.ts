@@ -27,7 +27,7 @@ export function checkHostAndOrigin(
 ): void {
   const hosts = new Set([...LOOPBACK, ...(policy.allowedHosts ?? []).map((h) => h.toLowerCase())]);
   if (!host || !hosts.has(hostnameOf(host))) {
-    throw new EnvelopeError('forbidden', 'Host header is not allowed', { header: 'host' });
+    throw new EnvelopeError('FORBIDDEN', 'Host header is not allowed', { header: 'host' });
   }
   if (origin === undefined) return;
   const extra = (policy.allowedOrigins ?? []).map((o) => o.toLowerCase());
@@ -36,10 +36,10 @@ export function checkHostAndOrigin(
   try {
     originHost = new URL(origin).host;
   } catch {
-    throw new EnvelopeError('forbidden', 'Origin header is not allowed', { header: 'origin' });
+    throw new EnvelopeError('FORBIDDEN', 'Origin header is not allowed', { header: 'origin' });
   }
   const name = hostnameOf(originHost);
   if (!LOOPBACK.has(name) && !extra.includes(name)) {
-    throw new EnvelopeError('forbidden', 'Origin header is not allowed', { header: 'origin' });
+    throw new EnvelopeError('FORBIDDEN', 'Origin header is not allowed', { header: 'origin' });
   }
 }

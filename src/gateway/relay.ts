@@ -1,4 +1,5 @@
 import type {
+  AuthInfo,
   CallToolResult,
   Implementation,
   JSONRPCRequest,
@@ -27,6 +28,10 @@ export type InvokeUpstream = (params: CallToolParams) => Promise<CallToolResult>
 export interface ToolCallContext {
   upstream: string;
   signal: AbortSignal;
+  /** The tool's definition as its upstream listed it (own schemas), when known. */
+  tool?: Tool;
+  /** Who called, when the transport authenticated the caller. */
+  authInfo?: AuthInfo;
 }
 
 /**
@@ -44,7 +49,7 @@ export const passthroughToolCalls: ToolCallHandler = (params, invokeUpstream) =>
 export interface RelayOptions {
   toolCallHandler?: ToolCallHandler;
   /** In envelope mode: the output schema advertised for a tool instead of its own. */
-  outputSchemaFor?: (tool: Tool) => Tool['outputSchema'] | undefined;
+  outputSchemaFor?: (tool: Tool, upstream: string) => Tool['outputSchema'] | undefined;
   serverInfo?: Implementation;
 }
 
@@ -235,7 +240,7 @@ export class Relay {
         this.#handle((params, ctx) =>
           this.#list('tools/list', 'tools', params, ctx, (item, upstream) => {
             const tool = this.#prefixed(item, upstream);
-            const schema = this.#options.outputSchemaFor?.(tool as unknown as Tool);
+            const schema = this.#options.outputSchemaFor?.(tool as unknown as Tool, upstream.name);
             return schema === undefined ? tool : { ...tool, outputSchema: schema };
           }),
         ),
@@ -252,9 +257,12 @@ export class Relay {
               { ...params, ...call, name },
               ctx,
             )) as CallToolResult;
+          const tool = handler === passthroughToolCalls ? undefined : await upstream.describeTool(name);
           return handler({ ...(params as CallToolParams), name }, invoke, {
             upstream: upstream.name,
             signal: ctx.mcpReq.signal,
+            ...(tool ? { tool } : {}),
+            ...(ctx.http?.authInfo ? { authInfo: ctx.http.authInfo } : {}),
           });
         }),
       );

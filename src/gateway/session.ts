@@ -1,8 +1,8 @@
 import { Relay, type RelayOptions } from './relay.ts';
-import { Upstream, type UpstreamOptions, type UpstreamSpec } from './upstream.ts';
+import { type ConfiguredUpstream, Upstream, type UpstreamOptions } from './upstream.ts';
 
 export interface GatewayOptions extends RelayOptions {
-  upstreams: readonly UpstreamSpec[];
+  upstreams: readonly ConfiguredUpstream[];
   upstream?: UpstreamOptions;
 }
 
@@ -19,7 +19,9 @@ export interface GatewaySession {
  * and log levels never cross between downstream clients.
  */
 export async function openSession(options: GatewayOptions): Promise<GatewaySession> {
-  const upstreams = options.upstreams.map((spec) => new Upstream(spec, options.upstream));
+  const upstreams = options.upstreams.map(
+    ({ options: own, ...spec }) => new Upstream(spec, { ...options.upstream, ...own }),
+  );
   try {
     await Promise.all(upstreams.map((upstream) => upstream.connect()));
   } catch (error) {

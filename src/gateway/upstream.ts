@@ -6,6 +6,7 @@ import type {
   Notification,
   Result,
   ServerCapabilities,
+  Tool,
   Transport,
 } from '@modelcontextprotocol/client';
 import { Client, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -22,6 +23,9 @@ export type UpstreamSpec =
       cwd?: string;
     }
   | { name: string; kind: 'http'; url: string; headers?: Record<string, string> };
+
+/** An upstream to connect, with its own options over the gateway-wide ones. */
+export type ConfiguredUpstream = UpstreamSpec & { options?: UpstreamOptions };
 
 export interface RestartPolicy {
   /** Restarts allowed before the upstream is declared down for good. */
@@ -55,6 +59,25 @@ export interface UpstreamRequestOptions {
   timeoutMs?: number;
 }
 
+/**
+ * ADAPTER.EXECUTION.FAILED for an upstream that crashed or went away. The exit
+ * code, signal and stderr excerpt are also plain properties, where the
+ * enforcement pipeline reads an observed failure from.
+ */
+export class UpstreamFailure extends EnvelopeError {
+  readonly exitCode: number | null | undefined;
+  readonly signal: string | undefined;
+  readonly stderr: string | undefined;
+
+  constructor(message: string, details: Record<string, unknown>, cause?: unknown) {
+    super('ADAPTER.EXECUTION.FAILED', message, details, { cause });
+    this.name = 'UpstreamFailure';
+    this.exitCode = details.exit_code as number | null | undefined;
+    this.signal = details.signal as string | undefined;
+    this.stderr = details.stderr as string | undefined;
+  }
+}
+
 /** A result schema that accepts whatever the upstream sent: the relay forwards, it does not reshape. */
 const ANY_RESULT = {
   '~standard': {
@@ -70,6 +93,9 @@ const CLIENT_CAPABILITIES: ClientCapabilities = {
   elicitation: { form: {}, url: {} },
   roots: { listChanged: true },
 };
+
+/** Bound on tools/list pages read to describe a tool. */
+const MAX_TOOL_PAGES = 100;
 
 const SERVER_TO_CLIENT_METHODS = ['sampling/createMessage', 'elicitation/create', 'roots/list'] as const;
 
@@ -94,6 +120,7 @@ export class Upstream {
   #lastExit: { code: number | null; signal: string | null } | undefined;
   #down: EnvelopeError | undefined;
   #restartTimer: NodeJS.Timeout | undefined;
+  #tools: Promise<Map<string, Tool>> | undefined;
   /** How many times the process was (re)started; tests and logs read it. */
   generation = 0;
 
@@ -155,12 +182,14 @@ export class Upstream {
     }
     client.fallbackRequestHandler = (request, ctx) => this.#serverRequest(request, ctx);
     client.fallbackNotificationHandler = async (notification) => {
+      if (notification.method === 'notifications/tools/list_changed') this.#tools = undefined;
       await this.#hooks?.onNotification(notification);
     };
     const transport = this.#makeTransport();
     transport.onclose = () => this.#onTransportClosed(client, transport);
     this.#client = client;
     this.#transport = transport;
+    this.#tools = undefined;
     this.generation++;
     this.#startedAt = Date.now();
     try {
@@ -189,7 +218,7 @@ export class Upstream {
 
   #serverRequest(request: JSONRPCRequest, ctx: ClientContext): Promise<Result> {
     if (!this.#hooks)
-      throw new EnvelopeError('not_implemented', 'No downstream client to answer this request');
+      throw new EnvelopeError('NOT_IMPLEMENTED', 'No downstream client to answer this request');
     return this.#hooks.onRequest(request, ctx);
   }
 
@@ -230,7 +259,7 @@ export class Upstream {
     }
     const tail = this.stderr.tail(1024);
     if (tail) details.stderr = tail;
-    return new EnvelopeError('ADAPTER.EXECUTION.FAILED', message, details, { cause });
+    return new UpstreamFailure(message, details, cause);
   }
 
   /** Waits (bounded) for a restarting upstream, then returns its client. */
@@ -282,6 +311,30 @@ export class Upstream {
     }
   }
 
+  /**
+   * The upstream's own description of a tool (its input and output schemas),
+   * from its tools/list, cached until the list changes or the process restarts.
+   */
+  async describeTool(name: string): Promise<Tool | undefined> {
+    this.#tools ??= this.#listTools().catch((error: unknown) => {
+      this.#tools = undefined;
+      throw error;
+    });
+    return (await this.#tools).get(name);
+  }
+
+  async #listTools(): Promise<Map<string, Tool>> {
+    const tools = new Map<string, Tool>();
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      const result = await this.request('tools/list', cursor ? { cursor } : undefined);
+      for (const tool of (result.tools ?? []) as Tool[]) tools.set(tool.name, tool);
+      cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+      if (!cursor) break;
+    }
+    return tools;
+  }
+
   /** Forwards a notification upstream; a dead upstream drops it (notifications have no reply). */
   async notify(notification: Notification): Promise<void> {
     if (this.#down || !this.#client) return;
@@ -292,7 +345,7 @@ export class Upstream {
     if (error instanceof SdkError) {
       if (error.code === SdkErrorCode.RequestTimeout) {
         return new EnvelopeError(
-          'timeout',
+          'TIMEOUT',
           `upstream ${this.name} did not answer ${method} within ${timeoutMs} ms`,
           {
             upstream: this.name,

@@ -107,6 +107,17 @@ class ContentSource {
   }
 }
 
+/** A locator that escapes the folder fails; content that simply cannot be had is skipped. */
+function missingContentCheck(
+  check: string,
+  lookup: Exclude<ContentLookup, { content: Content }>,
+  prefix: string,
+): VerifyCheck {
+  return 'unsafe' in lookup
+    ? { check, status: 'fail', code: 'LOCATOR_UNSAFE', message: lookup.unsafe }
+    : { check, status: 'skip', message: `${prefix}content not obtainable: ${lookup.unavailable}` };
+}
+
 async function fileBytes(content: Extract<Content, { kind: 'file' }>): Promise<Buffer> {
   content.bytes ??= await readFile(content.path);
   return content.bytes;
@@ -163,16 +174,8 @@ async function artifactChecks(record: ProvRecord, source: ContentSource): Promis
         continue;
       }
       const lookup = await source.lookup(artifact, record);
-      if ('unsafe' in lookup) {
-        checks.push({ check: name, status: 'fail', code: 'LOCATOR_UNSAFE', message: lookup.unsafe });
-        continue;
-      }
-      if ('unavailable' in lookup) {
-        checks.push({
-          check: name,
-          status: 'skip',
-          message: `content not obtainable: ${lookup.unavailable}`,
-        });
+      if (!('content' in lookup)) {
+        checks.push(missingContentCheck(name, lookup, ''));
         continue;
       }
       let recomputed: { canonical?: Digest; raw?: Digest };
@@ -239,16 +242,8 @@ async function evidenceChecks(record: ProvRecord, source: ContentSource): Promis
       continue;
     }
     const lookup = await source.lookup(artifact, record);
-    if ('unsafe' in lookup) {
-      checks.push({ check: name, status: 'fail', code: 'LOCATOR_UNSAFE', message: lookup.unsafe });
-      continue;
-    }
-    if ('unavailable' in lookup) {
-      checks.push({
-        check: name,
-        status: 'skip',
-        message: `${entry.source}: content not obtainable: ${lookup.unavailable}`,
-      });
+    if (!('content' in lookup)) {
+      checks.push(missingContentCheck(name, lookup, `${entry.source}: `));
       continue;
     }
     try {

@@ -67,6 +67,7 @@ describe('bad input on the command line', () => {
     expectCleanFailure(await runCli(['canonicalize', join(dir.path, 'missing.json')]), 2, 'INPUT_UNREADABLE');
     await mkdir(join(dir.path, 'folder'));
     expectCleanFailure(await runCli(['canonicalize', join(dir.path, 'folder')]), 2, 'INPUT_UNREADABLE');
+    expectCleanFailure(await runCli(['digest', '--raw', join(dir.path, 'folder')]), 2, 'INPUT_UNREADABLE');
     await symlink(join(dir.path, 'nowhere'), join(dir.path, 'dangling.json'));
     expectCleanFailure(
       await runCli(['digest', '--raw', join(dir.path, 'dangling.json')]),

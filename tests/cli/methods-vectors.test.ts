@@ -138,4 +138,15 @@ describe('vector commands', () => {
     expect(report.level).toMatchObject({ level: 3, name: 'L3-lineage' });
     expect(report.ok).toBe(true);
   });
+
+  it('conformance-report fails an invalid manifest with exit 1, and a missing one with exit 2', async () => {
+    const empty = await dir.file('empty-manifest.json', {});
+    const run = await runCli(['--json', 'conformance-report', empty]);
+    expect(run.code).toBe(1);
+    const report = JSON.parse(run.stdout);
+    expect(report).toMatchObject({ ok: false, manifest: { valid: false }, level: { level: 0 } });
+    const missing = await runCli(['conformance-report', join(dir.path, 'none.json')]);
+    expect(missing.code).toBe(2);
+    expect(errorCode(missing)).toBe('INPUT_UNREADABLE');
+  });
 });

@@ -105,7 +105,7 @@ describe('proxy over Streamable HTTP', () => {
       body: JSON.stringify(INIT),
     });
     expect(badHost.status).toBe(403);
-    expect(JSON.parse(badHost.body).error.code).toBe('forbidden');
+    expect(JSON.parse(badHost.body).error.code).toBe('FORBIDDEN');
     const badOrigin = await raw(proxy.url, {
       method: 'POST',
       headers: { ...JSON_HEADERS, origin: 'http://evil.example.com' },

@@ -1,4 +1,7 @@
+import { basename } from 'node:path';
 import { EnvelopeError } from '../../errors/index.ts';
+import { UPSTREAM_DIALECTS, type UpstreamDialect } from '../../gateway/config.ts';
+import { envelopeMode } from '../../gateway/envelope-mode.ts';
 import { startHttpGateway } from '../../gateway/http.ts';
 import type { GatewayOptions } from '../../gateway/session.ts';
 import { serveGatewayOnStdio } from '../../gateway/stdio.ts';
@@ -72,15 +75,24 @@ export const registerProxy: Registrar = (program, invocation) => {
     .option('--max-body <bytes>', 'largest HTTP request body', String(4 * 1024 * 1024))
     .action(
       runs(invocation, async ({ io }, command: string, args: string[], options: ProxyOptions) => {
-        if (options.dialect !== 'passthrough') {
+        const dialect = options.dialect as UpstreamDialect;
+        if (!(UPSTREAM_DIALECTS as readonly string[]).includes(dialect)) {
           throw new EnvelopeError(
             'USAGE_ERROR',
-            `--dialect ${options.dialect}: envelope mode needs the enforcement pipeline, which this build lacks; use passthrough`,
+            `--dialect wants one of ${UPSTREAM_DIALECTS.join(', ')}; got ${options.dialect}`,
           );
         }
+        const timeoutMs = positiveInt(options.timeout, '--timeout');
         const gateway: GatewayOptions = {
-          upstreams: [{ name: 'upstream', kind: 'stdio', command, args, cwd: io.cwd }],
-          upstream: { timeoutMs: positiveInt(options.timeout, '--timeout') },
+          upstreams: [{ name: basename(command), kind: 'stdio', command, args, cwd: io.cwd }],
+          upstream: { timeoutMs },
+          ...(dialect === 'passthrough'
+            ? {}
+            : envelopeMode({
+                dialect,
+                deterministicIdsSeed: options.deterministicIds,
+                adapter: 'mcp-envelope-gateway',
+              })),
         };
         const listen = options.http ? parseListen(options.http) : undefined;
         const serveStdio = options.stdio === true || !listen;

@@ -125,7 +125,11 @@ describe('streams and files', () => {
     expect(two.value).toBe(KNOWN.blake3['']);
   });
 
-  it('fails on a missing file with an error, not a crash', async () => {
-    await expect(digestFile(join(dir, 'missing'))).rejects.toThrow();
+  it('fails on a missing file or a folder with INPUT_UNREADABLE', async () => {
+    await expect(digestFile(join(dir, 'missing'))).rejects.toMatchObject({ code: 'INPUT_UNREADABLE' });
+    await expect(digestFile(dir)).rejects.toMatchObject({
+      code: 'INPUT_UNREADABLE',
+      message: /is a directory/,
+    });
   });
 });

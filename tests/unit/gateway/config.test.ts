@@ -120,9 +120,9 @@ describe('loadGatewayConfig', () => {
     const file = fileURLToPath(new URL('../../../examples/gateway.config.json', import.meta.url));
     const config = loadGatewayConfig(file, { env: {} });
     expect(config.upstreams.map((upstream) => [upstream.name, upstream.dialect])).toEqual([
-      ['legacy', 'legacy'],
+      ['legacy', 'prov-v0.1'],
       ['envelopes', 'prov-v0.1'],
-      ['python', 'legacy'],
+      ['python', 'hosted-v2'],
     ]);
     expect(config.ledger.path).toBe(join(config.baseDir, 'data/ledger.sqlite'));
   });

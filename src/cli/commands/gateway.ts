@@ -1,0 +1,103 @@
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EnvelopeError } from '../../errors/index.ts';
+import { type GatewayConfig, loadGatewayConfig } from '../../gateway/config.ts';
+import { type RunningGateway, startGateway } from '../../gateway/start.ts';
+import { type Registrar, runs } from '../command.ts';
+import { EXIT } from '../output.ts';
+import { parseListen } from './listen.ts';
+
+interface GatewayFlags {
+  config: string;
+  /** false with --no-http. */
+  http?: string | false;
+  stdio?: boolean;
+  deterministicIds?: string;
+}
+
+const LAUNCHER = fileURLToPath(new URL('../../../bin/mcp-envelope', import.meta.url));
+
+function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}
+
+/** How to reach the running gateway: the URL and an MCP client configuration for stdio. */
+export function connectionHelp(config: GatewayConfig, running: RunningGateway): string {
+  const lines = ['mcp-envelope gateway is running.'];
+  for (const upstream of config.upstreams) lines.push(`  upstream ${upstream.name}: ${upstream.dialect}`);
+  if (running.http)
+    lines.push(
+      '',
+      `Streamable HTTP: ${running.http.url}`,
+      `Info page:       ${running.http.url} (in a browser)`,
+    );
+  if (config.ledger.enabled) lines.push(`Ledger:          ${config.ledger.path}`);
+  if (running.callLog) lines.push(`Call log:        ${running.callLog.latest}`);
+  const snippet = {
+    mcpServers: {
+      'mcp-envelope': {
+        command: process.execPath,
+        args: [LAUNCHER, 'gateway', '--config', config.file ?? 'gateway.config.json', '--stdio', '--no-http'],
+      },
+    },
+  };
+  lines.push('', 'MCP client configuration (stdio):', JSON.stringify(snippet, null, 2));
+  if (running.http) {
+    lines.push(
+      '',
+      'MCP client configuration (HTTP):',
+      JSON.stringify({ mcpServers: { 'mcp-envelope': { url: running.http.url } } }, null, 2),
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export const registerGateway: Registrar = (program, invocation) => {
+  program
+    .command('gateway')
+    .description('front the upstream MCP servers of a configuration file and enforce the envelope contract')
+    .requiredOption('--config <file>', 'the gateway configuration (see docs/gateway-config.md)')
+    .option('--http <host:port>', 'serve Streamable HTTP here instead of the configured address')
+    .option('--no-http', 'do not serve HTTP even when the configuration says so')
+    .option('--stdio', 'serve MCP on stdio as well')
+    .option('--no-stdio', 'do not serve stdio even when the configuration says so')
+    .option('--deterministic-ids <seed>', 'derive run and request ids from SEED (reproducible output)')
+    .action(
+      runs(invocation, async ({ io }, flags: GatewayFlags) => {
+        const config = loadGatewayConfig(resolve(io.cwd, flags.config));
+        if (flags.http === false) config.listen.http = undefined;
+        else if (typeof flags.http === 'string') {
+          const { host, port } = parseListen(flags.http);
+          const base = config.listen.http;
+          config.listen.http = {
+            path: '/mcp',
+            allowedHosts: [],
+            allowedOrigins: [],
+            bodyLimitBytes: 4 * 1024 * 1024,
+            ...base,
+            host,
+            port,
+          };
+        }
+        if (flags.stdio !== undefined) config.listen.stdio = flags.stdio;
+        if (flags.deterministicIds !== undefined) config.ids.seed = flags.deterministicIds;
+        if (!config.listen.stdio && !config.listen.http) {
+          throw new EnvelopeError(
+            'USAGE_ERROR',
+            'Nothing to serve: enable stdio or HTTP (--stdio, --http HOST:PORT)',
+          );
+        }
+        const running = await startGateway(config, {
+          onError: (error) =>
+            io.stderr(`gateway: ${error instanceof Error ? error.message : String(error)}\n`),
+        });
+        io.stderr(connectionHelp(config, running));
+        await Promise.race([running.stdioClosed, waitForSignal()]);
+        await running.close();
+        return { exitCode: EXIT.ok };
+      }),
+    );
+};

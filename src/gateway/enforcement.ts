@@ -1,0 +1,167 @@
+import { performance } from 'node:perf_hooks';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
+import { EnvelopeError } from '../errors/index.ts';
+import type { IdSource } from '../ids/index.ts';
+import type { Ledger } from '../ledger/index.ts';
+import { createPipeline, type Pipeline, type PipelineTool } from '../mcp/pipeline.ts';
+import { readToolResult } from '../mcp/read-tool-result.ts';
+import type { CallLog, CallTransport } from './call-log.ts';
+import type { UpstreamConfig } from './config.ts';
+import type { CallToolParams, ToolCallContext, ToolCallHandler } from './relay.ts';
+
+/**
+ * What the gateway does to every tools/call: per upstream, either pass the
+ * result through untouched or run it through the one enforcement pipeline in
+ * the upstream's dialect; then write one call-log line and, when the caller
+ * opted in to provenance, one ledger entry. The same instance serves stdio and
+ * HTTP, so both transports enforce, log and record identically.
+ */
+
+export interface EnforcementOptions {
+  upstreams: readonly UpstreamConfig[];
+  ids: IdSource;
+  ledger?: Ledger;
+  callLog?: CallLog;
+  /** Version recorded in provenance as the gateway's. */
+  version: string;
+  /** Where failures of the log or the ledger are reported; they never fail a call. */
+  onError?: (error: unknown) => void;
+}
+
+interface Route {
+  config: UpstreamConfig;
+  pipeline: Pipeline | undefined;
+}
+
+/** Fields of a call that the log line needs besides the result. */
+interface CallFacts {
+  params: CallToolParams;
+  upstream: string;
+  dialect: string;
+  transport: CallTransport;
+  route: string | null;
+  startedAt: number;
+}
+
+function errorCodeOf(error: unknown): string {
+  return error instanceof EnvelopeError ? error.code : 'INTERNAL_ERROR';
+}
+
+export class Enforcement {
+  readonly #routes = new Map<string, Route>();
+  readonly #options: EnforcementOptions;
+
+  constructor(options: EnforcementOptions) {
+    this.#options = options;
+    for (const config of options.upstreams) {
+      const pipeline =
+        config.dialect === 'passthrough'
+          ? undefined
+          : createPipeline({
+              dialect: config.dialect,
+              inputValidation: config.validation.input,
+              outputValidation: config.validation.output,
+              ids: options.ids,
+              server: { name: config.name, version: options.version },
+              adapter: 'mcp-envelope-gateway',
+              onRecord: (record, context) => {
+                try {
+                  options.ledger?.insert(record, { tool: context.tool, upstream: config.name });
+                } catch (error) {
+                  options.onError?.(error);
+                }
+              },
+            });
+      this.#routes.set(config.name, { config, pipeline });
+    }
+  }
+
+  /** The outputSchema to advertise for a tool of this upstream, or undefined to keep the tool's own. */
+  outputSchemaFor(upstream: string): Tool['outputSchema'] | undefined {
+    return this.#routes.get(upstream)?.pipeline?.outputSchema as Tool['outputSchema'] | undefined;
+  }
+
+  /** The tools/call hook for one serving transport. */
+  handler(transport: CallTransport, route: string | null): ToolCallHandler {
+    return async (params, invokeUpstream, context) => {
+      const target = this.#routes.get(context.upstream);
+      const facts: CallFacts = {
+        params,
+        upstream: context.upstream,
+        dialect: target?.config.dialect ?? 'passthrough',
+        transport,
+        route,
+        startedAt: performance.now(),
+      };
+      try {
+        const result = target?.pipeline
+          ? await this.#enforce(target.config, target.pipeline, params, invokeUpstream, context)
+          : await invokeUpstream(params);
+        this.#log(facts, result);
+        return result;
+      } catch (error) {
+        this.#log(facts, undefined, error);
+        throw error;
+      }
+    };
+  }
+
+  async #enforce(
+    config: UpstreamConfig,
+    pipeline: Pipeline,
+    params: CallToolParams,
+    invokeUpstream: (params: CallToolParams) => Promise<CallToolResult>,
+    context: ToolCallContext,
+  ): Promise<CallToolResult> {
+    const described = context.tool;
+    const tool: PipelineTool = described
+      ? {
+          name: params.name,
+          title: described.title,
+          inputSchema: described.inputSchema as Record<string, unknown>,
+          outputSchema: described.outputSchema as Record<string, unknown> | undefined,
+        }
+      : { name: params.name };
+    // Provenance switched off for this upstream: the caller's opt-in is not honoured,
+    // but its _meta (progress tokens and the like) still reaches the upstream.
+    const meta = config.provenance.enabled ? params._meta : undefined;
+    return pipeline.callTool({
+      tool,
+      arguments: params.arguments,
+      meta,
+      invoke: (args) => invokeUpstream({ ...params, arguments: args }),
+      signal: context.signal,
+    });
+  }
+
+  #log(facts: CallFacts, result: CallToolResult | undefined, error?: unknown): void {
+    const log = this.#options.callLog;
+    if (!log) return;
+    try {
+      let outcome: 'ok' | 'error' = 'error';
+      let code: string | null = errorCodeOf(error);
+      let requestId: string | null = null;
+      if (result) {
+        const read = readToolResult(result);
+        outcome = read.ok ? 'ok' : 'error';
+        code = read.ok ? null : read.error.code;
+        requestId = read.meta?.request_id ?? null;
+      }
+      log.write({
+        requestId,
+        tool: facts.params.name,
+        upstream: facts.upstream,
+        dialect: facts.dialect,
+        outcome,
+        code,
+        durationMs: Math.round((performance.now() - facts.startedAt) * 1000) / 1000,
+        transport: facts.transport,
+        route: facts.route,
+        arguments: facts.params.arguments,
+        result,
+      });
+    } catch (logError) {
+      this.#options.onError?.(logError);
+    }
+  }
+}

@@ -1,0 +1,137 @@
+import { createIdSource } from '../ids/index.ts';
+import { Ledger } from '../ledger/index.ts';
+import { CallLog } from './call-log.ts';
+import { callTimeoutMs, type GatewayConfig, type UpstreamConfig } from './config.ts';
+import { Enforcement } from './enforcement.ts';
+import { type HttpGateway, startHttpGateway } from './http.ts';
+import type { GatewayOptions } from './session.ts';
+import { type StdioGateway, serveGatewayOnStdio } from './stdio.ts';
+import type { UpstreamOptions, UpstreamSpec } from './upstream.ts';
+
+/**
+ * Turns a resolved configuration into a running gateway: the ledger and the
+ * call log opened once, one Enforcement shared by every transport, and the
+ * listeners the configuration asks for. `proxy` and `gateway` both start here.
+ */
+
+export const GATEWAY_VERSION = '0.1.0';
+
+export interface RunningGateway {
+  http: HttpGateway | undefined;
+  stdio: StdioGateway | undefined;
+  ledger: Ledger | undefined;
+  callLog: CallLog | undefined;
+  /** Resolves when the stdio client went away (never, without stdio). */
+  stdioClosed: Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Where operational messages go (never stdout: stdout may carry MCP). */
+  onError?: (error: unknown) => void;
+  /** Names the call log's folder; defaults to "gateway". */
+  name?: string;
+}
+
+function upstreamSpec(upstream: UpstreamConfig): UpstreamSpec {
+  const transport = upstream.transport;
+  return transport.kind === 'stdio'
+    ? {
+        name: upstream.name,
+        kind: 'stdio',
+        command: transport.command,
+        args: transport.args,
+        env: transport.env,
+        cwd: transport.cwd,
+      }
+    : { name: upstream.name, kind: 'http', url: transport.url, headers: transport.headers };
+}
+
+function upstreamOptions(upstream: UpstreamConfig): UpstreamOptions {
+  const tools: Record<string, number> = {};
+  for (const tool of Object.keys(upstream.timeouts.tools)) tools[tool] = callTimeoutMs(upstream, tool);
+  return {
+    timeoutMs: upstream.timeouts.callMs,
+    toolTimeoutsMs: tools,
+    restart: upstream.restart.enabled
+      ? {
+          maxRestarts: upstream.restart.maxAttempts,
+          initialDelayMs: upstream.restart.initialDelayMs,
+          maxDelayMs: upstream.restart.maxDelayMs,
+        }
+      : { maxRestarts: 0 },
+  };
+}
+
+export async function startGateway(
+  config: GatewayConfig,
+  options: StartOptions = {},
+): Promise<RunningGateway> {
+  const report = options.onError ?? (() => {});
+  const ledger = config.ledger.enabled ? Ledger.open(config.ledger.path) : undefined;
+  const callLog = config.logs.enabled
+    ? new CallLog({
+        dir: config.logs.dir,
+        server: options.name ?? 'gateway',
+        includeArguments: config.logs.includeArguments,
+      })
+    : undefined;
+  const enforcement = new Enforcement({
+    upstreams: config.upstreams,
+    ids: createIdSource(config.ids.seed),
+    ledger,
+    callLog,
+    version: GATEWAY_VERSION,
+    onError: report,
+  });
+  const gatewayOptions = (transport: 'stdio' | 'http', route: string | null): GatewayOptions => ({
+    upstreams: config.upstreams.map((upstream) => ({
+      ...upstreamSpec(upstream),
+      options: upstreamOptions(upstream),
+    })),
+    toolCallHandler: enforcement.handler(transport, route),
+    outputSchemaFor: (_tool, upstream) => enforcement.outputSchemaFor(upstream),
+    serverInfo:
+      config.upstreams.length > 1 ? { name: 'mcp-envelope-gateway', version: GATEWAY_VERSION } : undefined,
+  });
+
+  let http: HttpGateway | undefined;
+  let stdio: StdioGateway | undefined;
+  const closeAll = async () => {
+    await Promise.allSettled([http?.close(), stdio?.close()]);
+    await callLog?.close();
+    ledger?.close();
+  };
+  try {
+    const listen = config.listen.http;
+    if (listen) {
+      http = await startHttpGateway({
+        gateway: gatewayOptions('http', listen.path),
+        host: listen.host,
+        port: listen.port,
+        allowedHosts: listen.allowedHosts,
+        allowedOrigins: listen.allowedOrigins,
+        maxBodyBytes: listen.bodyLimitBytes,
+        tokens: config.auth.tokens.map(({ token, tier }) => ({ token, tier })),
+        mode: config.upstreams.map((upstream) => `${upstream.name}: ${upstream.dialect}`).join(', '),
+        onError: report,
+      });
+    }
+    if (config.listen.stdio) stdio = await serveGatewayOnStdio(gatewayOptions('stdio', null));
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    http,
+    stdio,
+    ledger,
+    callLog,
+    stdioClosed: stdio ? stdio.closed : new Promise<void>(() => {}),
+    close: () => {
+      closing ??= closeAll();
+      return closing;
+    },
+  };
+}
