@@ -79,6 +79,8 @@ export interface ToolCall {
    * say) and go back unchanged: no envelope, no validation, no record.
    */
   isInterim?: (result: ToolResultLike) => boolean;
+  /** Rejections that are protocol signals rather than failures (the SDK's URL elicitation), rethrown as they are. */
+  isProtocolSignal?: (error: unknown) => boolean;
 }
 
 /** What happened to one call, for logs. */
@@ -503,6 +505,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     try {
       raw = await invokeWithTimeout(call);
     } catch (error) {
+      if (call.isProtocolSignal?.(error)) throw error;
       return fromRejection(error, requestId, warnings);
     }
     if (call.isInterim?.(raw)) return { interim: raw };

@@ -1,5 +1,6 @@
 import {
   type CallToolResult,
+  isInputRequiredResult,
   type McpServer,
   ProtocolError,
   ProtocolErrorCode,
@@ -100,11 +101,6 @@ async function parseArguments(tool: RegisteredToolInternals, args: unknown): Pro
   return parsed.value;
 }
 
-/** The SDK's multi-round-trip "input required" answer: not a final result, so never an envelope. */
-function isInputRequiredResult(value: unknown): boolean {
-  return isJsonObject(value) && value.resultType === 'input_required';
-}
-
 function asResult(value: unknown): CallToolResult {
   if (!isJsonObject(value)) {
     throw new EnvelopeError('INVALID_OUTPUT', 'Tool handler did not return a CallToolResult object');
@@ -173,7 +169,11 @@ export function withEnvelope(server: McpServer, options: WithEnvelopeOptions = {
         meta: request.params._meta,
         signal: ctx.mcpReq.signal,
         invoke: async (args) => asResult(await tool.executor(await parseArguments(tool, args), ctx)),
+        // The SDK's multi-round-trip "input required" answer is no final result, so never an envelope.
         isInterim: isInputRequiredResult,
+        // As in McpServer: a URL elicitation request travels as the protocol error it is.
+        isProtocolSignal: (error) =>
+          error instanceof ProtocolError && error.code === ProtocolErrorCode.UrlElicitationRequired,
       });
       if (isInputRequiredResult(result)) return result;
       return low.projectCallToolResult(result, pipeline.outputSchema ?? outputSchema);
