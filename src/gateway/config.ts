@@ -250,7 +250,7 @@ function resolveUpstream(
   return {
     name: upstream.name,
     transport,
-    dialect: upstream.dialect ?? 'legacy',
+    dialect: upstream.dialect ?? 'prov-v0.1',
     validation: {
       input: upstream.validation?.input ?? 'enforce',
       output: upstream.validation?.output ?? 'enforce',

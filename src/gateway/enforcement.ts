@@ -43,6 +43,16 @@ interface CallFacts {
   startedAt: number;
 }
 
+/** The upstream's provenance defaults fill in what a caller who opted in did not say. */
+function withProvenanceDefaults(meta: Record<string, unknown> | undefined, config: UpstreamConfig) {
+  if (meta?.capture_provenance !== true) return meta;
+  return {
+    provenance_mode: config.provenance.mode,
+    capture_artifacts: config.provenance.captureArtifacts,
+    ...meta,
+  };
+}
+
 function errorCodeOf(error: unknown): string {
   return error instanceof EnvelopeError ? error.code : 'INTERNAL_ERROR';
 }
@@ -124,7 +134,7 @@ export class Enforcement {
       : { name: params.name };
     // Provenance switched off for this upstream: the caller's opt-in is not honoured,
     // but its _meta (progress tokens and the like) still reaches the upstream.
-    const meta = config.provenance.enabled ? params._meta : undefined;
+    const meta = config.provenance.enabled ? withProvenanceDefaults(params._meta, config) : undefined;
     return pipeline.callTool({
       tool,
       arguments: params.arguments,

@@ -156,7 +156,7 @@ describe('proxy over HTTP with bearer tokens', () => {
   let proxy: Running;
 
   beforeAll(async () => {
-    proxy = await startProxyHttp(['--token', 's3cret=pro']);
+    proxy = await startProxyHttp(['--token', 's3cret-token-0123456789=pro']);
   });
 
   afterAll(async () => {
@@ -175,12 +175,12 @@ describe('proxy over HTTP with bearer tokens', () => {
     });
     expect(wrong.status).toBe(401);
     expect(JSON.parse(wrong.body).error.code).toBe('UNAUTHORIZED');
-    expect(wrong.body).not.toContain('s3cret');
+    expect(wrong.body).not.toContain('s3cret-token-0123456789');
 
     const client = new Client({ name: 'auth-test', version: '1.0.0' });
     await client.connect(
       new StreamableHTTPClientTransport(new URL(proxy.url), {
-        requestInit: { headers: { authorization: 'Bearer s3cret' } },
+        requestInit: { headers: { authorization: 'Bearer s3cret-token-0123456789' } },
       }),
     );
     try {

@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EnvelopeError } from '../../errors/index.ts';
-import { type GatewayConfig, loadGatewayConfig } from '../../gateway/config.ts';
-import { type RunningGateway, startGateway } from '../../gateway/start.ts';
+import type { GatewayConfig } from '../../gateway/config.ts';
+import type { RunningGateway } from '../../gateway/start.ts';
 import { type Registrar, runs } from '../command.ts';
 import { EXIT } from '../output.ts';
 import { parseListen } from './listen.ts';
@@ -67,6 +67,9 @@ export const registerGateway: Registrar = (program, invocation) => {
     .option('--deterministic-ids <seed>', 'derive run and request ids from SEED (reproducible output)')
     .action(
       runs(invocation, async ({ io }, flags: GatewayFlags) => {
+        // Loaded here, not at the top: the MCP SDK is only needed by the commands that serve.
+        const { loadGatewayConfig } = await import('../../gateway/config.ts');
+        const { startGateway } = await import('../../gateway/start.ts');
         const config = loadGatewayConfig(resolve(io.cwd, flags.config));
         if (flags.http === false) config.listen.http = undefined;
         else if (typeof flags.http === 'string') {

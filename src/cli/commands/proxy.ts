@@ -1,12 +1,9 @@
 import { basename } from 'node:path';
 import { EnvelopeError } from '../../errors/index.ts';
-import { UPSTREAM_DIALECTS, type UpstreamDialect } from '../../gateway/config.ts';
-import { envelopeMode } from '../../gateway/envelope-mode.ts';
-import { startHttpGateway } from '../../gateway/http.ts';
-import type { GatewayOptions } from '../../gateway/session.ts';
-import { serveGatewayOnStdio } from '../../gateway/stdio.ts';
+import { UPSTREAM_DIALECTS } from '../../gateway/config.ts';
 import { type Registrar, runs } from '../command.ts';
 import { EXIT } from '../output.ts';
+import { parseListen } from './listen.ts';
 
 interface ProxyOptions {
   dialect: string;
@@ -18,16 +15,9 @@ interface ProxyOptions {
   allowHost?: string[];
   allowOrigin?: string[];
   maxBody?: string;
-}
-
-function parseListen(value: string): { host: string; port: number } {
-  const at = value.lastIndexOf(':');
-  const host = at > 0 ? value.slice(0, at).replace(/^\[(.*)\]$/, '$1') : '127.0.0.1';
-  const port = Number(at >= 0 ? value.slice(at + 1) : value);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new EnvelopeError('USAGE_ERROR', `--http wants HOST:PORT, got ${value}`);
-  }
-  return { host, port };
+  name?: string;
+  logs?: string;
+  ledger?: string;
 }
 
 function positiveInt(value: string, flag: string): number {
@@ -56,6 +46,14 @@ function waitForSignal(): Promise<void> {
   });
 }
 
+/** The command's base name, made safe as a folder name for logs. */
+function upstreamName(command: string): string {
+  const base = basename(command)
+    .replace(/[^A-Za-z0-9_.-]/g, '-')
+    .replace(/^[^A-Za-z0-9]+/, '');
+  return base.slice(0, 64) || 'upstream';
+}
+
 export const registerProxy: Registrar = (program, invocation) => {
   program
     .command('proxy')
@@ -73,56 +71,64 @@ export const registerProxy: Registrar = (program, invocation) => {
     .option('--allow-host <name>', 'accept this Host besides loopback (repeatable)', collect)
     .option('--allow-origin <origin>', 'accept this Origin besides loopback (repeatable)', collect)
     .option('--max-body <bytes>', 'largest HTTP request body', String(4 * 1024 * 1024))
+    .option('--name <name>', "the upstream's name in logs and records (default: the command's base name)")
+    .option('--logs <dir>', 'write one JSON line per tools/call under DIR/<name>/<date>/')
+    .option('--ledger <file>', 'store provenance records in this SQLite file')
     .action(
       runs(invocation, async ({ io }, command: string, args: string[], options: ProxyOptions) => {
-        const dialect = options.dialect as UpstreamDialect;
-        if (!(UPSTREAM_DIALECTS as readonly string[]).includes(dialect)) {
+        if (!(UPSTREAM_DIALECTS as readonly string[]).includes(options.dialect)) {
           throw new EnvelopeError(
             'USAGE_ERROR',
             `--dialect wants one of ${UPSTREAM_DIALECTS.join(', ')}; got ${options.dialect}`,
           );
         }
-        const timeoutMs = positiveInt(options.timeout, '--timeout');
-        const gateway: GatewayOptions = {
-          upstreams: [{ name: basename(command), kind: 'stdio', command, args, cwd: io.cwd }],
-          upstream: { timeoutMs },
-          ...(dialect === 'passthrough'
-            ? {}
-            : envelopeMode({
-                dialect,
-                deterministicIdsSeed: options.deterministicIds,
-                adapter: 'mcp-envelope-gateway',
-              })),
-        };
+        const name = options.name ?? upstreamName(command);
         const listen = options.http ? parseListen(options.http) : undefined;
-        const serveStdio = options.stdio === true || !listen;
-        const closers: (() => Promise<void>)[] = [];
-        let done: Promise<void>;
-        if (listen) {
-          const http = await startHttpGateway({
-            gateway,
-            host: listen.host,
-            port: listen.port,
-            tokens: (options.token ?? []).map(parseToken),
-            allowedHosts: options.allowHost,
-            allowedOrigins: options.allowOrigin,
-            maxBodyBytes: positiveInt(options.maxBody ?? '', '--max-body'),
-            mode: options.dialect,
-            onError: (error) =>
-              io.stderr(`gateway: ${error instanceof Error ? error.message : String(error)}\n`),
-          });
-          closers.push(() => http.close());
-          io.stderr(`mcp-envelope proxy: listening on ${http.url}\n`);
-        }
-        if (serveStdio) {
-          const stdio = await serveGatewayOnStdio(gateway);
-          closers.push(() => stdio.close());
-          done = Promise.race([stdio.closed, waitForSignal()]);
-        } else {
-          done = waitForSignal();
-        }
-        await done;
-        await Promise.all(closers.map((close) => close()));
+        // A proxy is a gateway with one upstream: the same configuration, checked the same way.
+        const { resolveGatewayConfig } = await import('../../gateway/config.ts');
+        const { startGateway } = await import('../../gateway/start.ts');
+        const config = resolveGatewayConfig(
+          {
+            upstreams: [
+              {
+                name,
+                stdio: { command, args, cwd: io.cwd },
+                dialect: options.dialect,
+                timeouts: { callMs: positiveInt(options.timeout, '--timeout') },
+              },
+            ],
+            listen: {
+              stdio: options.stdio === true || !listen,
+              ...(listen && {
+                http: {
+                  host: listen.host,
+                  port: listen.port,
+                  bodyLimitBytes: positiveInt(options.maxBody ?? '', '--max-body'),
+                  ...(options.allowHost && { allowedHosts: options.allowHost }),
+                  ...(options.allowOrigin && { allowedOrigins: options.allowOrigin }),
+                },
+              }),
+            },
+            auth: {
+              tokens: (options.token ?? []).map(parseToken).map((grant, index) => ({
+                name: `token-${index + 1}`,
+                ...grant,
+              })),
+            },
+            ledger: options.ledger ? { path: options.ledger } : { enabled: false },
+            logs: options.logs ? { dir: options.logs } : { enabled: false },
+            ids: options.deterministicIds === undefined ? {} : { seed: options.deterministicIds },
+          },
+          io.cwd,
+        );
+        const running = await startGateway(config, {
+          name,
+          onError: (error) =>
+            io.stderr(`gateway: ${error instanceof Error ? error.message : String(error)}\n`),
+        });
+        if (running.http) io.stderr(`mcp-envelope proxy: listening on ${running.http.url}\n`);
+        await Promise.race([running.stdioClosed, waitForSignal()]);
+        await running.close();
         return { exitCode: EXIT.ok };
       }),
     );

@@ -42,7 +42,7 @@ describe('loadGatewayConfig', () => {
       {
         name: 'one',
         transport: { kind: 'stdio', command: process.execPath, args: ['server.ts'], env: {}, cwd: dir },
-        dialect: 'legacy',
+        dialect: 'prov-v0.1',
         validation: { input: 'enforce', output: 'enforce' },
         provenance: { enabled: true, mode: 'minimal', captureArtifacts: false },
         timeouts: { callMs: 60_000, startMs: 15_000, tools: {} },
