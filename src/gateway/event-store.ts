@@ -3,25 +3,34 @@ import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
 
 /**
  * Keeps the most recent SSE events of one session so a client that lost its
- * stream can resume with Last-Event-ID. Bounded: the oldest events are dropped
- * first, so a long session never grows memory without limit.
+ * stream can resume with Last-Event-ID. Bounded in count and in bytes: the
+ * oldest events are dropped first, so large results never pile up in memory.
  */
 export class BoundedEventStore implements EventStore {
   readonly #limit: number;
-  readonly #events = new Map<string, { streamId: string; message: JSONRPCMessage }>();
+  readonly #maxBytes: number;
+  readonly #events = new Map<string, { streamId: string; message: JSONRPCMessage; bytes: number }>();
+  #bytes = 0;
   #sequence = 0;
   readonly #prefix = randomUUID().slice(0, 8);
 
-  constructor(limit = 1000) {
+  constructor(limit = 1000, maxBytes = 4 * 1024 * 1024) {
     this.#limit = limit;
+    this.#maxBytes = maxBytes;
   }
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
     const eventId = `${this.#prefix}-${++this.#sequence}`;
-    this.#events.set(eventId, { streamId, message });
-    if (this.#events.size > this.#limit) {
-      const oldest = this.#events.keys().next().value;
-      if (oldest !== undefined) this.#events.delete(oldest);
+    const bytes = JSON.stringify(message).length;
+    this.#events.set(eventId, { streamId, message, bytes });
+    this.#bytes += bytes;
+    for (let guard = 0; guard < this.#limit + 1; guard++) {
+      if (this.#events.size <= 1 || (this.#events.size <= this.#limit && this.#bytes <= this.#maxBytes))
+        break;
+      const [oldest, event] = this.#events.entries().next().value ?? [];
+      if (oldest === undefined || event === undefined) break;
+      this.#events.delete(oldest);
+      this.#bytes -= event.bytes;
     }
     return eventId;
   }

@@ -31,6 +31,8 @@ export interface HttpGatewayOptions extends OriginPolicy {
   sessionIdleMs?: number;
   /** The SSE `retry` hint sent to clients, in milliseconds. */
   retryIntervalMs?: number;
+  /** Keep one upstream session started ahead of the next client (default true). */
+  warmSpare?: boolean;
   mode?: string;
   title?: string;
   onError?: (error: unknown) => void;
@@ -135,6 +137,16 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   const report = options.onError ?? (() => {});
   let shared: Promise<GatewaySession> | undefined;
   let closing = false;
+  // One session kept connected ahead of need, so an initialize does not wait for an upstream to start.
+  let spare: Promise<GatewaySession | undefined> | undefined;
+  const warmSpare = () => {
+    spare = closing ? undefined : openSession(options.gateway).catch(() => undefined);
+  };
+  const takeSession = async (): Promise<GatewaySession> => {
+    const ready = await spare;
+    warmSpare();
+    return ready ?? openSession(options.gateway);
+  };
 
   // One upstream connection set for stateless (2026-07-28) requests and the info page.
   const sharedSession = (): Promise<GatewaySession> => {
@@ -161,7 +173,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     }
     let session: GatewaySession;
     try {
-      session = await openSession(options.gateway);
+      session = await takeSession();
     } catch (error) {
       const failure =
         error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
@@ -340,6 +352,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       resolve();
     });
   });
+  if (options.warmSpare !== false) warmSpare();
   const address = server.address() as AddressInfo;
   const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
@@ -353,6 +366,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       await Promise.all([...sessions.values()].map((entry) => entry.transport.close().catch(() => {})));
       await Promise.all([...sessions.values()].map((entry) => entry.session.close()));
       await modern.close().catch(() => {});
+      await (await spare)?.close();
       if (shared) await (await shared.catch(() => undefined))?.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

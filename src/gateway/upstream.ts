@@ -9,7 +9,13 @@ import type {
   Tool,
   Transport,
 } from '@modelcontextprotocol/client';
-import { Client, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import {
+  Client,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  StreamableHTTPClientTransport,
+} from '@modelcontextprotocol/client';
 import { EnvelopeError } from '../errors/index.ts';
 import { ChildProcessTransport, StderrRing } from './child-transport.ts';
 
@@ -356,6 +362,12 @@ export class Upstream {
       if (error.code === SdkErrorCode.ConnectionClosed || error.code === SdkErrorCode.NotConnected) {
         return this.#down ?? this.#failure(`upstream ${this.name} connection closed during ${method}`, error);
       }
+    }
+    // A JSON-RPC error is the upstream's own answer and passes as is; anything else
+    // (a refused connection, an HTTP failure) means the upstream could not be reached.
+    if (error instanceof ProtocolError || error instanceof EnvelopeError) return error;
+    if (error instanceof SdkError || error instanceof Error) {
+      return this.#failure(`upstream ${this.name} failed during ${method}: ${error.message}`, error);
     }
     return error;
   }

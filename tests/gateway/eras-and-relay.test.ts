@@ -3,7 +3,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewaySession, openSession } from '../../src/gateway/session.ts';
-import { BIN, FIXTURE, NODE, ROOT, type Running, startProxyHttp } from './helpers.ts';
+import { BIN, FIXTURE, NODE, ROOT, type Running, startListening, startProxyHttp } from './helpers.ts';
 
 function textOf(result: { content?: unknown }): string {
   return (result.content as { text?: string }[] | undefined)?.[0]?.text ?? '';
@@ -114,5 +114,52 @@ describe('a relay over several upstreams', () => {
       if (seen === '0') await new Promise((resolve) => setTimeout(resolve, 20));
     }
     expect(seen).toBe('1');
+  });
+});
+
+describe('a relay in front of a remote Streamable HTTP upstream', () => {
+  let remote: Running;
+  let session: GatewaySession;
+  let client: Client;
+
+  beforeAll(async () => {
+    remote = await startListening([FIXTURE, '--http', '0']);
+    session = await openSession({ upstreams: [{ name: 'remote', kind: 'http', url: remote.url }] });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await session.relay.server.connect(serverSide);
+    client = new Client({ name: 'remote-test', version: '1.0.0' }, { capabilities: { sampling: {} } });
+    client.setRequestHandler('sampling/createMessage', async () => ({
+      role: 'assistant',
+      model: 'm',
+      content: { type: 'text', text: 'sampled downstream' },
+    }));
+    await client.connect(clientSide);
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await session?.close();
+    await remote?.stop();
+  });
+
+  it('relays calls, progress and server-to-client requests over HTTP', async () => {
+    const echo = await client.callTool({ name: 'echo', arguments: { text: 'remote' } });
+    expect(echo.structuredContent).toEqual({ text: 'remote' });
+    const seen: number[] = [];
+    await client.callTool(
+      { name: 'test_tool_with_progress', arguments: {} },
+      { onprogress: (progress) => seen.push(progress.progress) },
+    );
+    expect(seen.slice(0, 2)).toEqual([0, 50]);
+    const sampled = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'p' } });
+    expect(textOf(sampled)).toBe('LLM response: sampled downstream');
+  });
+
+  it('fails calls promptly once the remote is gone', async () => {
+    await remote.stop();
+    const error = await client.callTool({ name: 'echo', arguments: { text: 'x' } }).catch((e: unknown) => e);
+    expect((error as { data?: { canonical_code?: string } }).data?.canonical_code).toBe(
+      'ADAPTER.EXECUTION.FAILED',
+    );
   });
 });

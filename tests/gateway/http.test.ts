@@ -1,7 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Running, startProxyHttp } from './helpers.ts';
+import { BIN, FIXTURE, NODE, ROOT, type Running, startProxyHttp } from './helpers.ts';
 
 const INIT = {
   jsonrpc: '2.0',
@@ -122,6 +123,16 @@ describe('proxy over Streamable HTTP', () => {
     expect(body.error.data.canonical_code).toBe('JSON_MALFORMED');
   });
 
+  it('answers JSON that is not JSON-RPC with a JSON-RPC error, not a crash', async () => {
+    for (const body of ['{"foo":1}', '[]', '"text"']) {
+      const res = await raw(proxy.url, { method: 'POST', headers: JSON_HEADERS, body });
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.body).error.code).toBe(-32600);
+    }
+    const health = await raw(proxy.url.replace('/mcp', '/healthz'));
+    expect(health.status).toBe(200);
+  });
+
   it('answers an oversized body with 413 JSON', async () => {
     const big = JSON.stringify({ ...INIT, params: { ...INIT.params, padding: 'x'.repeat(5000) } });
     const res = await raw(proxy.url, { method: 'POST', headers: JSON_HEADERS, body: big });
@@ -188,6 +199,40 @@ describe('proxy over HTTP with bearer tokens', () => {
       expect(echo.structuredContent).toEqual({ text: 'authorized' });
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('proxy with --http and --stdio at once', () => {
+  it('serves the same upstream on both', async () => {
+    const transport = new StdioClientTransport({
+      command: NODE,
+      args: [BIN, 'proxy', '--stdio', '--http', '127.0.0.1:0', '--', NODE, FIXTURE],
+      cwd: ROOT,
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    const url = new Promise<string>((resolve) => {
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+        const match = /listening on (http:\/\/\S+)/.exec(stderr);
+        if (match?.[1]) resolve(match[1]);
+      });
+    });
+    const overStdio = new Client({ name: 'both-stdio', version: '1.0.0' });
+    await overStdio.connect(transport);
+    const overHttp = new Client({ name: 'both-http', version: '1.0.0' });
+    try {
+      await overHttp.connect(new StreamableHTTPClientTransport(new URL(await url)));
+      const [a, b] = await Promise.all([
+        overStdio.callTool({ name: 'echo', arguments: { text: 'stdio' } }),
+        overHttp.callTool({ name: 'echo', arguments: { text: 'http' } }),
+      ]);
+      expect(a.structuredContent).toEqual({ text: 'stdio' });
+      expect(b.structuredContent).toEqual({ text: 'http' });
+    } finally {
+      await overHttp.close();
+      await overStdio.close();
     }
   });
 });

@@ -1,7 +1,8 @@
+import { spawn } from 'node:child_process';
 import { Client, ProtocolError } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, FIXTURE, NODE, ROOT } from './helpers.ts';
+import { BIN, FIXTURE, NODE, ROOT, stopChild } from './helpers.ts';
 
 function textOf(result: { content?: unknown }): string {
   const first = (result.content as { type: string; text?: string }[] | undefined)?.[0];
@@ -114,6 +115,25 @@ describe('proxy over stdio', () => {
     expect(messages).toEqual(['Tool execution started', 'Tool processing data', 'Tool execution completed']);
   });
 
+  it('relays list_changed notifications sent outside any request', async () => {
+    const seen = new Set<string>();
+    const all = new Promise<void>((resolve) => {
+      for (const method of [
+        'notifications/tools/list_changed',
+        'notifications/prompts/list_changed',
+        'notifications/resources/list_changed',
+      ] as const) {
+        client.setNotificationHandler(method, () => {
+          seen.add(method);
+          if (seen.size === 3) resolve();
+        });
+      }
+    });
+    await client.callTool({ name: 'announce', arguments: {} });
+    await all;
+    expect(seen.size).toBe(3);
+  });
+
   it('maps progress tokens both ways', async () => {
     const seen: number[] = [];
     await client.callTool(
@@ -154,6 +174,41 @@ describe('proxy over stdio', () => {
     expect((error as ProtocolError).data).toMatchObject({ canonical_code: 'TIMEOUT', timeout_ms: 1500 });
     const after = await client.callTool({ name: 'echo', arguments: { text: 'ok' } });
     expect(textOf(after)).toBe('ok');
+  });
+});
+
+describe('proxy over stdio with a misbehaving client', () => {
+  it('skips lines on its stdin that are not JSON-RPC and answers the next request', async () => {
+    const child = spawn(NODE, [BIN, 'proxy', '--', NODE, FIXTURE], {
+      cwd: ROOT,
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
+    try {
+      const answer = new Promise<string>((resolve) => {
+        let out = '';
+        child.stdout.setEncoding('utf8');
+        child.stdout.on('data', (text: string) => {
+          out += text;
+          if (out.includes('\n')) resolve(out.split('\n')[0] ?? '');
+        });
+      });
+      const init = {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'raw', version: '1' },
+        },
+      };
+      child.stdin.write(`not json at all\n{"half": \n${JSON.stringify(init)}\n`);
+      const line = JSON.parse(await answer);
+      expect(line.id).toBe(1);
+      expect(line.result.serverInfo.name).toBe('everything-fixture');
+    } finally {
+      await stopChild(child);
+    }
   });
 });
 

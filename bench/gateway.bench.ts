@@ -1,0 +1,225 @@
+/**
+ * Gateway round trip: tools/call of a 1 KB echo through the gateway, next to
+ * the same upstream called directly (stdio) and behind two other bridges over
+ * Streamable HTTP (supergateway --stateful, mcp-proxy), all started here on
+ * 127.0.0.1. Then peak RSS of the HTTP front process with 100 KB results.
+ * Run: node bench/gateway.bench.ts
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const NODE = process.execPath;
+const UPSTREAM = [fileURLToPath(new URL('../tests/fixtures/servers/everything.ts', import.meta.url))];
+const GATEWAY = fileURLToPath(new URL('../bin/mcp-envelope', import.meta.url));
+const SUPERGATEWAY = `${root}node_modules/supergateway/dist/index.js`;
+const MCP_PROXY = `${root}node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs`;
+
+const WARMUP = 200;
+const SEQUENTIAL = 1000;
+const CONCURRENT_TOTAL = 3000;
+const IN_FLIGHT = 16;
+const RSS_CALLS = 400;
+const PAYLOAD = 'x'.repeat(1024);
+
+interface Figures {
+  p50: number;
+  p99: number;
+  callsPerSecond: number;
+}
+
+const children: ChildProcess[] = [];
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function start(args: string[]): ChildProcess {
+  const child = spawn(NODE, args, { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr?.resume();
+  children.push(child);
+  return child;
+}
+
+/** Connects an SDK client over HTTP, retrying (bounded) while the server starts. */
+async function httpClient(url: string): Promise<Client> {
+  let last: unknown;
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const client = new Client({ name: 'bench', version: '1.0.0' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+      return client;
+    } catch (error) {
+      last = error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error(`could not connect to ${url}: ${String(last)}`);
+}
+
+async function stdioClient(command: string[]): Promise<Client> {
+  const client = new Client({ name: 'bench', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({ command: NODE, args: command, cwd: root }));
+  return client;
+}
+
+async function echo(client: Client): Promise<void> {
+  const result = await client.callTool({ name: 'echo', arguments: { text: PAYLOAD } });
+  const text = (result.content as { text?: string }[])[0]?.text;
+  if (text?.length !== PAYLOAD.length) throw new Error('echo came back wrong');
+}
+
+async function measure(client: Client): Promise<Figures> {
+  for (let i = 0; i < WARMUP; i++) await echo(client);
+  const latencies: number[] = [];
+  for (let i = 0; i < SEQUENTIAL; i++) {
+    const started = performance.now();
+    await echo(client);
+    latencies.push(performance.now() - started);
+  }
+  latencies.sort((a, b) => a - b);
+  let issued = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (issued < CONCURRENT_TOTAL) {
+        issued++;
+        await echo(client);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    callsPerSecond: CONCURRENT_TOTAL / seconds,
+  };
+}
+
+/** Peak resident set of a process, from /proc (Linux), in MiB. */
+function peakRssMiB(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]);
+    return kb / 1024;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+async function bigResults(client: Client): Promise<void> {
+  let issued = 0;
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (issued < RSS_CALLS) {
+        issued++;
+        await client.callTool({ name: 'blob', arguments: { bytes: 100_000 } });
+      }
+    }),
+  );
+}
+
+function row(label: string, figures: Figures): string {
+  return `${label.padEnd(34)} p50 ${figures.p50.toFixed(3).padStart(7)} ms   p99 ${figures.p99
+    .toFixed(3)
+    .padStart(7)} ms   ${figures.callsPerSecond.toFixed(0).padStart(6)} calls/s @${IN_FLIGHT}`;
+}
+
+function ratio(label: string, ours: Figures, peer: Figures): string {
+  return `${label.padEnd(34)} p50 x${(ours.p50 / peer.p50).toFixed(2)}   calls/s x${(
+    ours.callsPerSecond / peer.callsPerSecond
+  ).toFixed(2)}`;
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `tools/call, ${PAYLOAD.length} B echo; ${SEQUENTIAL} sequential, ${CONCURRENT_TOTAL} at ${IN_FLIGHT} in flight`,
+  );
+
+  const direct = await stdioClient(UPSTREAM);
+  const directFigures = await measure(direct);
+  await direct.close();
+  console.log(row('stdio, direct to upstream', directFigures));
+
+  const viaStdio = await stdioClient([GATEWAY, 'proxy', '--', NODE, ...UPSTREAM]);
+  const gatewayStdio = await measure(viaStdio);
+  await viaStdio.close();
+  console.log(row('stdio, through mcp-envelope proxy', gatewayStdio));
+
+  const gatewayPort = await freePort();
+  const gatewayProcess = start([
+    GATEWAY,
+    'proxy',
+    '--http',
+    `127.0.0.1:${gatewayPort}`,
+    '--',
+    NODE,
+    ...UPSTREAM,
+  ]);
+  const superPort = await freePort();
+  const superProcess = start([
+    SUPERGATEWAY,
+    '--stdio',
+    `${NODE} ${UPSTREAM.join(' ')}`,
+    '--outputTransport',
+    'streamableHttp',
+    '--stateful',
+    '--port',
+    String(superPort),
+    '--logLevel',
+    'none',
+  ]);
+  const proxyPort = await freePort();
+  start([MCP_PROXY, '--port', String(proxyPort), '--host', '127.0.0.1', '--', NODE, ...UPSTREAM]);
+
+  // Connect all three first, so that no measurement overlaps another bridge booting.
+  const gatewayClient = await httpClient(`http://127.0.0.1:${gatewayPort}/mcp`);
+  const superClient = await httpClient(`http://127.0.0.1:${superPort}/mcp`);
+  const proxyClient = await httpClient(`http://127.0.0.1:${proxyPort}/mcp`);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const gatewayHttp = await measure(gatewayClient);
+  console.log(row('HTTP, mcp-envelope proxy', gatewayHttp));
+  const superHttp = await measure(superClient);
+  console.log(row('HTTP, supergateway --stateful', superHttp));
+  const proxyHttp = await measure(proxyClient);
+  console.log(row('HTTP, mcp-proxy', proxyHttp));
+  await proxyClient.close();
+
+  console.log('\nratios (ours / peer; p50 lower is better, calls/s higher is better)');
+  console.log(ratio('stdio: gateway / direct', gatewayStdio, directFigures));
+  console.log(ratio('HTTP: gateway / supergateway', gatewayHttp, superHttp));
+  console.log(ratio('HTTP: gateway / mcp-proxy', gatewayHttp, proxyHttp));
+
+  const before = [peakRssMiB(gatewayProcess.pid), peakRssMiB(superProcess.pid)];
+  await Promise.all([bigResults(gatewayClient), bigResults(superClient)]);
+  const ours = peakRssMiB(gatewayProcess.pid);
+  const theirs = peakRssMiB(superProcess.pid);
+  console.log(
+    `\npeak RSS of the HTTP front process, ${RSS_CALLS} calls of 100 KB at ${IN_FLIGHT} in flight: ` +
+      `mcp-envelope ${ours.toFixed(1)} MiB, supergateway ${theirs.toFixed(1)} MiB (x${(ours / theirs).toFixed(2)}); ` +
+      `peak before them ${before[0]?.toFixed(1)} / ${before[1]?.toFixed(1)} MiB`,
+  );
+  await gatewayClient.close();
+  await superClient.close();
+}
+
+try {
+  await main();
+} finally {
+  for (const child of children) child.kill('SIGTERM');
+}
