@@ -1,6 +1,7 @@
 import { isJsonObject } from '../canonical/json-value.ts';
+import { detectDialect } from '../envelope/detect.ts';
 import type { DialectId, Loss, ResultDialectId } from '../envelope/dialect.ts';
-import { codecFor, ENVELOPE_CODECS } from '../envelope/dialects/index.ts';
+import { codecFor } from '../envelope/dialects/index.ts';
 import type { NormalizedResult } from '../envelope/model.ts';
 import type { EnvelopeV01 } from '../envelope/prov-v01.ts';
 import { EnvelopeError } from '../errors/index.ts';
@@ -49,43 +50,43 @@ export interface Converted {
 export function fromEnvelopeV01(
   envelope: EnvelopeV01,
   dialect: ResultDialectId,
-  context: { tool: string; requestId: string },
+  context: { tool: string; requestId: string; tier?: string },
 ): Converted {
   if (dialect === 'prov-v0.1') return { value: envelope, losses: [] };
   const model = codecFor('prov-v0.1').decode(envelope);
   model.tool ??= context.tool;
+  // mcp.envelope.v0.1 has no tier; the dialects that do get the caller's.
+  if (context.tier !== undefined) model.meta = { ...model.meta, tier: context.tier };
   return codecFor(dialect).encode(model, { tool: context.tool, requestId: context.requestId });
+}
+
+/** An mcp.envelope.v0.1 for a model the pipeline builds itself (a denial with upgrade hints). */
+export function envelopeV01For(model: NormalizedResult): EnvelopeV01 {
+  return codecFor('prov-v0.1').encode(model).value as EnvelopeV01;
 }
 
 export type EnvelopeDetection =
   | { match: true; dialect: DialectId; value: Record<string, unknown>; model: NormalizedResult }
-  | { match: false; dialect: DialectId; message: string; reasons: string[] };
+  | { match: false; dialects: DialectId[]; message: string; reasons: string[] };
 
 /**
- * The envelope dialect a value claims, if any, decoded when it validates.
- * `exclude` skips dialects the caller handles itself. The request envelope is
- * never a result.
+ * The envelope a value holds, decoded, when it validates as one result
+ * dialect; a near miss (markers of a dialect without its shape, ambiguous or
+ * double-wrapped) when it claims one and does not; undefined for a payload
+ * that claims none. The request envelope is no result, so it reads as none.
  */
-export function detectEnvelope(
-  value: unknown,
-  exclude: readonly DialectId[] = [],
-): EnvelopeDetection | undefined {
+export function detectEnvelope(value: unknown): EnvelopeDetection | undefined {
   if (!isJsonObject(value)) return undefined;
-  for (const codec of ENVELOPE_CODECS) {
-    if (codec.id === 'jsonrpc-request' || exclude.includes(codec.id) || !codec.claims(value)) continue;
-    const detection = codec.detect(value);
-    if (detection.match) return { match: true, dialect: codec.id, value, model: codec.decode(value) };
-    return {
-      match: false,
-      dialect: codec.id,
-      message: `claims the ${codec.id} envelope but is not valid: ${detection.reasons.join('; ')}`,
-      reasons: detection.reasons,
-    };
+  const report = detectDialect(value);
+  if (report.dialect === 'legacy' || report.dialect === 'jsonrpc-request') return undefined;
+  if (report.dialect !== null) {
+    return { match: true, dialect: report.dialect, value, model: codecFor(report.dialect).decode(value) };
   }
-  return undefined;
-}
-
-/** Envelopes of dialects other than mcp.envelope.v0.1, which the compatibility policy recognises itself. */
-export function detectForeign(value: unknown): EnvelopeDetection | undefined {
-  return detectEnvelope(value, ['prov-v0.1']);
+  if (report.near.length === 1 && report.near[0] === 'jsonrpc-request') return undefined;
+  return {
+    match: false,
+    dialects: report.near,
+    message: `claims the ${report.near.join(' / ')} envelope but is not valid: ${report.reasons.slice(0, 4).join('; ')}`,
+    reasons: report.reasons,
+  };
 }

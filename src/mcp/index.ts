@@ -11,8 +11,6 @@ export {
   type RecordContext,
   type ToolArguments,
   type ToolCall,
-  type ToolGate,
-  type ToolGateDecision,
   ToolTimeoutError,
   type ValidationMode,
 } from './pipeline.ts';
@@ -27,6 +25,7 @@ export {
   contentText,
   type EnvelopeToToolResultOptions,
   envelopeToToolResult,
+  LOSSES_META_KEY,
   PROVENANCE_META_KEY,
   parseJsonText,
   type ToolResultLike,

@@ -10,8 +10,10 @@ import {
   wrapLegacy,
 } from '../envelope/compat-policy.ts';
 import type { ResultDialectId } from '../envelope/dialect.ts';
-import type { IssueEntry, UpgradeHint } from '../envelope/model.ts';
+import type { IssueEntry } from '../envelope/model.ts';
+import { applyProfileToData, type Profile, type ProfileConfig } from '../envelope/profiles.ts';
 import { classifyV01, type EnvelopeV01 } from '../envelope/prov-v01.ts';
+import { FeatureGate, type TierConfig, upgradeRequiredError } from '../envelope/tiers.ts';
 import { EnvelopeError, type JsonRpcErrorObject, toJsonRpcError } from '../errors/index.ts';
 import { createIdSource, type IdSource } from '../ids/index.ts';
 import {
@@ -24,9 +26,16 @@ import {
 } from '../provenance/index.ts';
 import { attachRecordDigest } from '../provenance/integrity.ts';
 import { defaultRegistry, type SchemaIssue, type SchemaRegistry } from '../schemas/index.ts';
-import { assertDialectAvailable, detectForeign, fromEnvelopeV01, outputSchemaFor } from './dialects.ts';
+import {
+  assertDialectAvailable,
+  detectEnvelope,
+  envelopeV01For,
+  fromEnvelopeV01,
+  outputSchemaFor,
+} from './dialects.ts';
 import {
   contentText,
+  LOSSES_META_KEY,
   PROVENANCE_META_KEY,
   type ToolResultLike,
   type ToolResultPayload,
@@ -70,6 +79,8 @@ export interface ToolCall {
    * say) and go back unchanged: no envelope, no validation, no record.
    */
   isInterim?: (result: ToolResultLike) => boolean;
+  /** Rejections that are protocol signals rather than failures (the SDK's URL elicitation), rethrown as they are. */
+  isProtocolSignal?: (error: unknown) => boolean;
 }
 
 /** What happened to one call, for logs. */
@@ -108,17 +119,6 @@ export interface RecordContext {
   placement: 'envelope' | 'meta';
 }
 
-export type ToolGateDecision =
-  | { allowed: true }
-  | { allowed: false; code: string; message: string; upgrade_hints?: UpgradeHint[] };
-
-/** Decides, before the tool runs, whether the caller's tier may use it. */
-export type ToolGate = (request: {
-  tool: string;
-  tier?: string;
-  arguments: ToolArguments;
-}) => ToolGateDecision;
-
 export interface PipelineOptions {
   /** Dialect of every result; default `prov-v0.1`. */
   dialect?: ResultDialectId;
@@ -138,15 +138,58 @@ export interface PipelineOptions {
   server?: { name: string; version: string };
   /** Adapter name in envelopes and records; default `mcp-envelope`. */
   adapter?: string;
+  /** The caller's tier: checked by `gate`, and recorded by the dialects that carry one. */
   tier?: string;
-  gate?: ToolGate;
+  /**
+   * Tier feature gate: a call whose features the tier lacks is answered with
+   * UPGRADE_REQUIRED and upgrade hints, without running the tool.
+   */
+  gate?: FeatureGate | TierConfig;
+  /** The features a call uses; default: the tool's name. */
+  featuresOf?: (tool: PipelineTool, args: ToolArguments) => readonly string[];
+  /** Response profile for wrapped payloads (tools' own envelopes are never trimmed); default `debug`. */
+  profile?: Profile;
+  profileConfig?: ProfileConfig;
   registry?: SchemaRegistry;
+  /**
+   * Most array elements and object members the arguments may hold in all; a
+   * larger payload is INVALID_INPUT before any schema work. Default: no limit.
+   */
+  maxArgumentElements?: number;
   /** A tool that has not answered after this long has failed (ADAPTER.EXECUTION.FAILED); its signal is aborted. */
   timeoutMs?: number;
   /** Receives every provenance record built (the gateway's ledger). */
   onRecord?: (record: ProvRecord, context: RecordContext) => void | Promise<void>;
   /** Receives one summary per call (the gateway's JSONL log). */
   onCall?: (summary: CallSummary) => void;
+}
+
+/**
+ * The request id an envelope carries, derived from the run id so deterministic
+ * runs stay byte-identical: Code Scalpel uses 32 hex digits, the accessibility
+ * suite `req_` and letters and digits, the others the UUID itself.
+ */
+function requestIdFor(dialect: ResultDialectId, runId: string): string {
+  const hex = runId.replaceAll('-', '');
+  if (dialect === 'scalpel-v1') return hex;
+  if (dialect === 'a11y-v0.1') return `req_${hex}`;
+  return runId;
+}
+
+/** Counts array elements and object members, stopping as soon as the count passes `max`. */
+function elementCount(value: unknown, max: number): number {
+  let count = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node !== 'object') continue;
+    const children = Array.isArray(node) ? node : Object.values(node);
+    for (const child of children) {
+      if (++count > max) return count;
+      if (child !== null && typeof child === 'object') stack.push(child);
+    }
+  }
+  return count;
 }
 
 /** A tool's own schema could not be compiled. */
@@ -182,6 +225,8 @@ export interface Pipeline {
 }
 
 const DEFAULT_ADAPTER = 'mcp-envelope';
+/** Model fields the pipeline itself adds; a dialect without a place for them loses nothing of the tool's. */
+const ADAPTER_META_PATHS = new Set(['/tool', '/meta/adapter', '/meta/request_id', '/meta/tier']);
 const INVALID_PARAMS = 'Invalid params';
 
 /** Methods whose contracts are defined on an mcp.envelope.v0.1 around the record. */
@@ -254,6 +299,12 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
   const adapter = options.adapter ?? DEFAULT_ADAPTER;
   const registry = options.registry ?? defaultRegistry();
   const outputSchema = outputSchemaFor(dialect);
+  const gate =
+    options.gate === undefined || options.gate instanceof FeatureGate
+      ? options.gate
+      : new FeatureGate(options.gate);
+  const tier = options.tier ?? gate?.tiers[0] ?? 'community';
+  const profile = options.profile ?? 'debug';
 
   /** A tool schema that does not compile is the server's defect, answered as INTERNAL_ERROR. */
   function validatorFor(schema: Record<string, unknown>) {
@@ -348,7 +399,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       });
       return rejected('invalid_output', error, requestId, warnings);
     }
-    const foreign = structured ? detectForeign(payload.value) : undefined;
+    const foreign = structured ? detectEnvelope(payload.value) : undefined;
     if (foreign?.match) {
       const failed = isError || !foreign.model.ok;
       return {
@@ -364,7 +415,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     if (foreign && !foreign.match) {
       // A near miss is never legacy: wrapping it would nest one envelope in another.
       const error = entry('INVALID_OUTPUT', `Invalid tool output: ${foreign.message}`, {
-        dialect: foreign.dialect,
+        dialect: foreign.dialects.join(', '),
         jsonrpc_code: toJsonRpcError('INVALID_OUTPUT').code,
       });
       return rejected('invalid_output', error, requestId, warnings);
@@ -381,7 +432,11 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       if (own) failure.toolErrors = own;
       return ownBuilt(wrapFailure(failure, wrapOptions(requestId, warnings)), 'tool_error', 'wrapped');
     }
-    return ownBuilt(wrapLegacy(payload.value, wrapOptions(requestId, warnings)), 'ok', 'wrapped');
+    const data =
+      profile === 'debug'
+        ? payload.value
+        : applyProfileToData(payload.value, profile, options.profileConfig, tool.name);
+    return ownBuilt(wrapLegacy(data, wrapOptions(requestId, warnings)), 'ok', 'wrapped');
   }
 
   function fromRejection(error: unknown, requestId: string, warnings: IssueEntry[]): Built {
@@ -420,11 +475,23 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
   async function run(call: ToolCall, requestId: string): Promise<Built | { interim: ToolResultLike }> {
     const warnings: IssueEntry[] = [];
     const { tool } = call;
-    if (options.gate) {
-      const decision = options.gate({ tool: tool.name, tier: options.tier, arguments: call.arguments });
-      if (!decision.allowed) {
-        return rejected('denied', entry(decision.code, decision.message, undefined), requestId, warnings);
+    if (gate) {
+      const features = options.featuresOf?.(tool, call.arguments) ?? [tool.name];
+      const hints = gate.hintsFor(tier, features);
+      const [first] = hints;
+      if (first) {
+        const envelope = envelopeV01For({
+          ok: false,
+          data: null,
+          error: upgradeRequiredError(first),
+          meta: { adapter, request_id: requestId, upgrade_hints: hints },
+        });
+        return ownBuilt(envelope, 'denied', 'rejected');
       }
+    }
+    const maxElements = options.maxArgumentElements;
+    if (maxElements !== undefined && elementCount(call.arguments, maxElements) > maxElements) {
+      return invalidInput(`arguments hold more than ${maxElements} elements`, '', requestId, warnings);
     }
     if (inputMode !== 'off' && tool.inputSchema) {
       const checked = validatorFor(tool.inputSchema)(call.arguments ?? {});
@@ -438,16 +505,17 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     try {
       raw = await invokeWithTimeout(call);
     } catch (error) {
+      if (call.isProtocolSignal?.(error)) throw error;
       return fromRejection(error, requestId, warnings);
     }
     if (call.isInterim?.(raw)) return { interim: raw };
     return fromResult(tool, raw, requestId, warnings);
   }
 
-  function record(call: ToolCall, built: Built, controls: CallControls, requestId: string): ProvRecord {
+  function record(call: ToolCall, built: Built, controls: CallControls, runId: string): ProvRecord {
     const attached = dialect === 'prov-v0.1' && built.action !== 'passed-through' && !built.foreign;
     const built0 = buildCallRecord({
-      runId: requestId,
+      runId,
       tool: {
         name: call.tool.name,
         version: call.tool.version ?? options.server?.version ?? '0.0.0',
@@ -478,7 +546,8 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
 
   async function callTool(call: ToolCall): Promise<CallToolResult> {
     const started = performance.now();
-    const requestId = ids.runId({ tool: call.tool.name, arguments: call.arguments ?? {} });
+    const runId = ids.runId({ tool: call.tool.name, arguments: call.arguments ?? {} });
+    const requestId = requestIdFor(dialect, runId);
     let controls: CallControls;
     try {
       controls = readCallControls(call.meta);
@@ -487,6 +556,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       return finish(
         call,
         fromRejection(error, requestId, []),
+        runId,
         readCallControls(undefined),
         requestId,
         started,
@@ -505,12 +575,13 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       ran = rejected('internal_error', entryFor, requestId, []);
     }
     if ('interim' in ran) return ran.interim as CallToolResult;
-    return finish(call, ran, controls, requestId, started);
+    return finish(call, ran, runId, controls, requestId, started);
   }
 
   async function finish(
     call: ToolCall,
     built: Built,
+    runId: string,
     controls: CallControls,
     requestId: string,
     started: number,
@@ -519,7 +590,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     let envelope = built.envelope;
     let provRecord: ProvRecord | undefined;
     if (controls.captureProvenance) {
-      provRecord = record(call, built, controls, requestId);
+      provRecord = record(call, built, controls, runId);
       const inEnvelope = dialect === 'prov-v0.1' && built.action !== 'passed-through' && !built.foreign;
       if (inEnvelope && envelope) envelope = attachRecord(envelope, provRecord);
       else resultMeta[PROVENANCE_META_KEY] = provRecord;
@@ -536,10 +607,23 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     if (built.foreign || built.action === 'passed-through' || !envelope) {
       value = built.foreign ?? envelope;
     } else {
-      const converted = fromEnvelopeV01(envelope, dialect, { tool: call.tool.name, requestId });
+      const converted = fromEnvelopeV01(envelope, dialect, {
+        tool: call.tool.name,
+        requestId,
+        ...(options.tier === undefined ? {} : { tier: options.tier }),
+      });
       value = converted.value;
-      losses = converted.losses.length;
+      // The adapter's own metadata is no loss of the tool's; everything else is reported.
+      let reported = converted.losses.filter((loss) => !ADAPTER_META_PATHS.has(loss.path));
       text = undefined;
+      // A legacy error result is its message, as plain MCP servers write it: isError and the text carry the errors.
+      if (dialect === 'legacy' && built.isError) {
+        text = (envelope.errors ?? []).map((issue) => `${issue.code}: ${issue.message}`).join('\n');
+        value = text;
+        reported = reported.filter((loss) => !/^\/(?:ok|error|errors)(?:\/|$)/.test(loss.path));
+      }
+      losses = reported.length;
+      if (reported.length > 0) resultMeta[LOSSES_META_KEY] = reported;
     }
     const result = valueToToolResult(value, {
       isError: built.isError,

@@ -75,10 +75,10 @@ export function readToolResult(result: ToolResultLike): ToolResultRead {
   if (detection?.match) return finish(detection.model, info(detection.dialect), result);
   if (detection) {
     const error = errorOf('ENVELOPE_INVALID', `The tool result ${detection.message}`, {
-      dialect: detection.dialect,
+      dialects: detection.dialects,
       reasons: detection.reasons,
     });
-    return finish({ ok: false, data: payload.value, error }, info(detection.dialect), result);
+    return finish({ ok: false, data: payload.value, error }, info(detection.dialects[0] ?? 'legacy'), result);
   }
   const model: NormalizedResult = { ok: result.isError !== true, data: payload.value };
   if (!model.ok) {

@@ -14,6 +14,9 @@ import { EnvelopeError } from '../errors/index.ts';
 /** `_meta` key of a CallToolResult that carries a prov.record.v0.1 the envelope itself cannot hold. */
 export const PROVENANCE_META_KEY = 'mcp-envelope/provenance';
 
+/** `_meta` key of a CallToolResult listing what the chosen dialect could not carry ({path, reason}[]). */
+export const LOSSES_META_KEY = 'mcp-envelope/losses';
+
 /** The subset of a CallToolResult this module reads; SDK client and server results both fit. */
 export interface ToolResultLike {
   content?: unknown;

@@ -1,5 +1,6 @@
 import {
   type CallToolResult,
+  isInputRequiredResult,
   type McpServer,
   ProtocolError,
   ProtocolErrorCode,
@@ -53,6 +54,7 @@ interface RegisteredToolInternals {
 
 interface McpServerInternals {
   _registeredTools: Record<string, RegisteredToolInternals>;
+  _maxToolInputElements?: number;
   setToolRequestHandlers(): void;
   toolInputSchemaJson(name: string): Record<string, unknown> | undefined;
 }
@@ -99,11 +101,6 @@ async function parseArguments(tool: RegisteredToolInternals, args: unknown): Pro
   return parsed.value;
 }
 
-/** The SDK's multi-round-trip "input required" answer: not a final result, so never an envelope. */
-function isInputRequiredResult(value: unknown): boolean {
-  return isJsonObject(value) && value.resultType === 'input_required';
-}
-
 function asResult(value: unknown): CallToolResult {
   if (!isJsonObject(value)) {
     throw new EnvelopeError('INVALID_OUTPUT', 'Tool handler did not return a CallToolResult object');
@@ -120,7 +117,13 @@ export function withEnvelope(server: McpServer, options: WithEnvelopeOptions = {
   if (marked[WRAPPED])
     throw new EnvelopeError('USAGE_ERROR', 'withEnvelope was already applied to this server');
   const internals = internalsOf(server);
-  const pipeline = createPipeline(options);
+  // Keep the server's own guard against oversized arguments (McpServerOptions.maxToolInputElements).
+  const limit = internals._maxToolInputElements;
+  const pipeline = createPipeline(
+    options.maxArgumentElements === undefined && typeof limit === 'number'
+      ? { ...options, maxArgumentElements: limit }
+      : options,
+  );
   // Let McpServer install its tool handlers (a no-op once it has), then take them over.
   internals.setToolRequestHandlers();
   const low = server.server;
@@ -166,7 +169,11 @@ export function withEnvelope(server: McpServer, options: WithEnvelopeOptions = {
         meta: request.params._meta,
         signal: ctx.mcpReq.signal,
         invoke: async (args) => asResult(await tool.executor(await parseArguments(tool, args), ctx)),
+        // The SDK's multi-round-trip "input required" answer is no final result, so never an envelope.
         isInterim: isInputRequiredResult,
+        // As in McpServer: a URL elicitation request travels as the protocol error it is.
+        isProtocolSignal: (error) =>
+          error instanceof ProtocolError && error.code === ProtocolErrorCode.UrlElicitationRequired,
       });
       if (isInputRequiredResult(result)) return result;
       return low.projectCallToolResult(result, pipeline.outputSchema ?? outputSchema);

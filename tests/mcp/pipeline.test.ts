@@ -9,7 +9,7 @@ import {
   ToolTimeoutError,
   toolResultPayload,
 } from '../../src/mcp/index.ts';
-import type { ProvRecord } from '../../src/provenance/index.ts';
+import { type ProvRecord, verify } from '../../src/provenance/index.ts';
 
 const tool = {
   name: 'lookup',
@@ -146,25 +146,43 @@ describe('createPipeline', () => {
     });
   });
 
-  it('denies a call the feature gate refuses, without running the tool', async () => {
-    let ran = false;
-    const pipeline = createPipeline({
-      tier: 'community',
-      gate: ({ tool: name, tier }) =>
-        tier === 'community' && name === 'lookup'
-          ? { allowed: false, code: 'upgrade_required', message: 'lookup needs the pro tier' }
-          : { allowed: true },
+  it('denies a call the tier gate refuses, with upgrade hints, without running the tool', async () => {
+    let ran = 0;
+    const invoke = async () => {
+      ran++;
+      return { content: [{ type: 'text', text: 'ran' }] };
+    };
+    const gate = { features: { lookup: 'pro' }, reasons: { lookup: 'lookup needs the pro tier' } };
+    const denied = await createPipeline({ tier: 'community', gate }).callTool(call(invoke));
+    expect(ran).toBe(0);
+    expect(denied.isError).toBe(true);
+    expect(denied.structuredContent).toMatchObject({
+      result: null,
+      errors: [{ code: 'UPGRADE_REQUIRED', message: 'lookup needs the pro tier' }],
+      warnings: [{ code: 'TIER.UPGRADE_HINT', details: { feature: 'lookup', tier: 'pro' } }],
     });
-    const result = await pipeline.callTool(
-      call(async () => {
-        ran = true;
-        return { content: [] };
-      }),
+    const scalpel = await createPipeline({ dialect: 'scalpel-v1', tier: 'community', gate }).callTool(
+      call(invoke),
     );
-    expect(ran).toBe(false);
-    expect(result.structuredContent).toMatchObject({
-      errors: [{ code: 'upgrade_required', message: 'lookup needs the pro tier' }],
+    expect(scalpel.structuredContent).toMatchObject({
+      tier: 'community',
+      error: { error_code: 'upgrade_required' },
+      upgrade_hints: [{ feature: 'lookup', tier: 'pro', reason: 'lookup needs the pro tier' }],
     });
+    const allowed = await createPipeline({ dialect: 'scalpel-v1', tier: 'pro', gate }).callTool(call(invoke));
+    expect(allowed.structuredContent).toMatchObject({ tier: 'pro', error: null, data: 'ran' });
+    expect(ran).toBe(1);
+  });
+
+  it('trims wrapped payloads to the response profile, never a tool envelope', async () => {
+    const payload = { hits: [], total: 0, note: null, items: [{ id: 1, extra: {} }] };
+    const standard = await createPipeline({ profile: 'standard' }).callTool(
+      call(text(JSON.stringify(payload))),
+    );
+    expect(standard.structuredContent).toMatchObject({ result: { total: 0, items: [{ id: 1 }] } });
+    const own = { schema_version: 'mcp.envelope.v0.1', result: payload };
+    const passed = await createPipeline({ profile: 'minimal' }).callTool(call(text(JSON.stringify(own))));
+    expect(passed.structuredContent).toEqual(own);
   });
 
   it('passes an envelope in JSON text through byte for byte, recording it when asked', async () => {
@@ -258,5 +276,85 @@ describe('createPipeline with a broken tool schema', () => {
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ errors: [{ code: 'INTERNAL_ERROR' }] });
     expect(summaries[0]).toMatchObject({ outcome: 'internal_error', error_code: 'INTERNAL_ERROR' });
+  });
+});
+
+describe('createPipeline in every result dialect', () => {
+  const dialects = ['prov-v0.1', 'scalpel-v1', 'hosted-v2', 'a11y-v0.1', 'legacy'] as const;
+
+  it('gives byte-identical results for the same calls with the same seed', async () => {
+    for (const dialect of dialects) {
+      const runs: string[] = [];
+      for (let run = 0; run < 2; run++) {
+        const pipeline = createPipeline({ dialect, ids: createIdSource('same') });
+        const ok = await pipeline.callTool(
+          call(text('{"x":1}'), { meta: { capture_provenance: true, provenance_mode: 'full' } }),
+        );
+        const failed = await pipeline.callTool(
+          call(async () => {
+            throw new Error('down');
+          }),
+        );
+        runs.push(JSON.stringify([ok, failed]));
+      }
+      expect(runs[0], dialect).toEqual(runs[1]);
+    }
+  });
+
+  it('puts the record in _meta outside prov-v0.1, without claiming the v0.1 adapter methods', async () => {
+    const records: ProvRecord[] = [];
+    const pipeline = createPipeline({
+      dialect: 'hosted-v2',
+      onRecord: (record) => void records.push(record),
+    });
+    const result = await pipeline.callTool(call(text('{"x":1}'), { meta: { capture_provenance: true } }));
+    expect(result.structuredContent).toEqual({
+      ok: true,
+      tool: 'lookup',
+      schema_version: '2026-02-19',
+      data: { x: 1 },
+    });
+    expect(result.content).toEqual([{ type: 'text', text: JSON.stringify(result.structuredContent) }]);
+    const record = result._meta?.['mcp-envelope/provenance'] as ProvRecord;
+    expect(record).toEqual(records[0]);
+    expect(record.methods.filter((method) => method.startsWith('adapter.'))).toEqual([]);
+    const report = await verify(record);
+    expect(report.checks.filter((check) => check.status === 'fail')).toEqual([]);
+  });
+
+  it('passes an envelope of another dialect through unchanged, whatever the chosen one', async () => {
+    const hosted =
+      '{"ok":false,"tool":"get_template","schema_version":"2026-02-19","error":{"code":"TEMPLATE_NOT_FOUND","message":"Template not found","retriable":false,"details":{}}}';
+    const summaries: CallSummary[] = [];
+    const pipeline = createPipeline({ onCall: (summary) => summaries.push(summary) });
+    const result = await pipeline.callTool(call(text(hosted)));
+    expect(result.content).toEqual([{ type: 'text', text: hosted }]);
+    expect(result.structuredContent).toEqual(JSON.parse(hosted));
+    expect(result.isError).toBe(true);
+    expect(summaries[0]).toMatchObject({
+      action: 'passed-through',
+      outcome: 'tool_error',
+      error_code: 'TEMPLATE_NOT_FOUND',
+    });
+  });
+
+  it('lists what the dialect could not carry in _meta, leaving out the adapter metadata', async () => {
+    const a11y = await createPipeline({ dialect: 'a11y-v0.1' }).callTool(call(text('Hello')));
+    expect(a11y.structuredContent).toMatchObject({ result: { value: 'Hello' } });
+    expect(a11y._meta?.['mcp-envelope/losses']).toEqual([{ path: '/data', reason: expect.any(String) }]);
+    const hosted = await createPipeline({ dialect: 'hosted-v2' }).callTool(call(text('Hello')));
+    expect(hosted._meta).toBeUndefined();
+  });
+
+  it('writes a legacy error result as its message', async () => {
+    const result = await createPipeline({ dialect: 'legacy' }).callTool(
+      call(async () => {
+        throw new Error('down');
+      }),
+    );
+    expect(result).toEqual({
+      content: [{ type: 'text', text: 'ADAPTER.EXECUTION.FAILED: Tool execution failed: down' }],
+      isError: true,
+    });
   });
 });

@@ -96,6 +96,73 @@ describe('readToolResult', () => {
     expect(read).toMatchObject({ ok: false, dialect: 'prov-v0.1', error: { code: 'ENVELOPE_INVALID' } });
   });
 
+  it('reads the seed examples of each dialect', () => {
+    // Hosted MCP v2 (seed 003): the envelope only as JSON text in content[0].text.
+    const hosted = {
+      ok: false,
+      tool: 'get_template',
+      schema_version: '2026-02-19',
+      error: {
+        code: 'TEMPLATE_NOT_FOUND',
+        message: 'Template not found: "x"',
+        retriable: false,
+        details: {},
+      },
+    };
+    const hostedRead = readToolResult({
+      content: [{ type: 'text', text: JSON.stringify(hosted) }],
+      isError: true,
+    });
+    expect(hostedRead).toMatchObject({
+      ok: false,
+      dialect: 'hosted-v2',
+      source: 'json-text',
+      tool: 'get_template',
+      error: { code: 'TEMPLATE_NOT_FOUND', retriable: false },
+    });
+    // Code Scalpel v1 (seed 001), success and error.
+    const scalpel = {
+      tier: 'pro',
+      tool_version: '3.2.8',
+      tool_id: 'security_scan',
+      request_id: '8b3e5f6c0a2f4ed4a3fb9e0b2f8f8d3a',
+      capabilities: ['envelope-v1'],
+      duration_ms: 27,
+      error: null,
+      upgrade_hints: [],
+      data: { success: true, risk_level: 'high', findings: [] },
+    };
+    expect(readToolResult({ content: [], structuredContent: scalpel })).toMatchObject({
+      ok: true,
+      dialect: 'scalpel-v1',
+      data: scalpel.data,
+      meta: { tier: 'pro', tool_version: '3.2.8', request_id: scalpel.request_id },
+    });
+    const scalpelError = {
+      ...scalpel,
+      tier: 'community',
+      error: { error: 'File not found: /missing.py.', error_code: 'not_found', error_details: null },
+      data: { success: false, error: 'File not found: /missing.py.' },
+    };
+    const scalpelRead = readToolResult({ content: [], structuredContent: scalpelError, isError: true });
+    expect(scalpelRead).toMatchObject({
+      ok: false,
+      dialect: 'scalpel-v1',
+      error: { message: 'File not found: /missing.py.' },
+    });
+    // The accessibility suite's mcp.envelope_v0_1.
+    const a11y = {
+      mcp: { envelope: 'mcp.envelope_v0_1', request_id: 'req_abc123', tool: 'a11y.evidence', ok: true },
+      result: { bundle: 'b1' },
+    };
+    expect(readToolResult({ content: [{ type: 'text', text: JSON.stringify(a11y) }] })).toMatchObject({
+      ok: true,
+      dialect: 'a11y-v0.1',
+      tool: 'a11y.evidence',
+      data: { bundle: 'b1' },
+    });
+  });
+
   it('rejects a value that is no CallToolResult with a stable code', () => {
     expect(() => readToolResult('nope' as never)).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
   });

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/client';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readToolResult } from '../../src/mcp/index.ts';
 import { verify } from '../../src/provenance/index.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -61,6 +62,33 @@ describe('the example server over stdio (real child process)', () => {
     expect(broken.structuredContent.errors[0]).toMatchObject({
       code: 'INVALID_OUTPUT',
       details: { pointer: '/area' },
+    });
+  });
+});
+
+describe('the example server over stdio in the hosted-v2 dialect', () => {
+  it('carries the envelope as JSON text too, and the record in _meta', async () => {
+    const client = await spawnExample({ MCP_ENVELOPE_SEED: 'hosted', MCP_ENVELOPE_DIALECT: 'hosted-v2' });
+    const result = await client.callTool({
+      name: 'stats',
+      arguments: { numbers: [1, 2] },
+      _meta: { capture_provenance: true, provenance_mode: 'full' },
+    });
+    const [block] = result.content as { type: string; text: string }[];
+    expect(JSON.parse(block?.text ?? '')).toEqual({
+      ok: true,
+      tool: 'stats',
+      schema_version: '2026-02-19',
+      data: { count: 2, sum: 3, mean: 1.5 },
+    });
+    const read = readToolResult(result);
+    expect(read).toMatchObject({ ok: true, dialect: 'hosted-v2', data: { count: 2, sum: 3, mean: 1.5 } });
+    expect((await verify(read.provenance)).ok).toBe(true);
+    const failed = readToolResult(await client.callTool({ name: 'explode', arguments: {} }));
+    expect(failed).toMatchObject({
+      ok: false,
+      dialect: 'hosted-v2',
+      error: { code: 'ADAPTER.EXECUTION.FAILED' },
     });
   });
 });

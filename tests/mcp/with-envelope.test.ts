@@ -4,7 +4,7 @@ import {
   ProtocolError,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
-import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { createMcpHandler, McpServer, UrlElicitationRequiredError } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import * as z from 'zod/v4';
 import { createExampleServer } from '../../examples/envelope-server.ts';
@@ -207,6 +207,33 @@ describe('withEnvelope on an SDK v2 McpServer (in process)', () => {
       code: -32602,
       data: { canonical_code: 'INVALID_INPUT', pointer: '/n' },
     });
+  });
+
+  it('lets a URL elicitation request through as the protocol error it is', async () => {
+    const server = new McpServer({ name: 'elicit', version: '0.1.0' });
+    server.registerTool('connect', {}, async () => {
+      throw new UrlElicitationRequiredError([
+        { mode: 'url', message: 'Sign in', url: 'https://example.com/login', elicitationId: 'e1' },
+      ]);
+    });
+    withEnvelope(server);
+    const client = await connect(server);
+    const error = await client.callTool({ name: 'connect', arguments: {} }).catch((caught) => caught);
+    expect(error).toMatchObject({ code: -32042 });
+  });
+
+  it("keeps the server's maxToolInputElements guard", async () => {
+    const server = new McpServer({ name: 'guarded', version: '0.1.0' }, { maxToolInputElements: 5 });
+    server.registerTool('sum', { inputSchema: z.object({ n: z.array(z.number()) }) }, async ({ n }) => ({
+      content: [{ type: 'text', text: String(n.reduce((a, b) => a + b, 0)) }],
+    }));
+    withEnvelope(server);
+    const client = await connect(server);
+    expect(structured(await client.callTool({ name: 'sum', arguments: { n: [1, 2, 3] } })).result).toBe(6);
+    const big = await client.callTool({ name: 'sum', arguments: { n: [1, 2, 3, 4, 5, 6] } });
+    expect(structured(big).errors).toMatchObject([
+      { code: 'INVALID_INPUT', message: 'Invalid params: arguments hold more than 5 elements' },
+    ]);
   });
 
   it('works the same in the 2026-07-28 protocol era (in-process Streamable HTTP handler)', async () => {
