@@ -29,7 +29,9 @@ export interface HttpGatewayOptions extends OriginPolicy {
   maxSessions?: number;
   /** Sessions idle this long are closed. */
   sessionIdleMs?: number;
-  /** The SSE `retry` hint sent to clients, in milliseconds. */
+  /** Keep recent SSE events per session so a client can resume with Last-Event-ID (default false). */
+  resumable?: boolean;
+  /** The SSE `retry` hint sent to resumable clients, in milliseconds. */
   retryIntervalMs?: number;
   /** Keep one upstream session started ahead of the next client (default true). */
   warmSpare?: boolean;
@@ -182,8 +184,10 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     }
     const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      eventStore: new BoundedEventStore(),
-      retryInterval: options.retryIntervalMs ?? 1000,
+      // The replay store costs about a millisecond per call in the SDK's SSE path, so it is opt-in.
+      ...(options.resumable
+        ? { eventStore: new BoundedEventStore(), retryInterval: options.retryIntervalMs ?? 1000 }
+        : {}),
       onsessioninitialized: (id) => {
         sessions.set(id, { transport, session, lastSeen: Date.now() });
       },

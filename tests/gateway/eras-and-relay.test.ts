@@ -2,6 +2,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHttpGateway } from '../../src/gateway/http.ts';
 import { type GatewaySession, openSession } from '../../src/gateway/session.ts';
 import { BIN, FIXTURE, NODE, ROOT, type Running, startListening, startProxyHttp } from './helpers.ts';
 
@@ -172,5 +173,41 @@ describe('an upstream that never answers initialize', () => {
       upstream: { startTimeoutMs: 500 },
     }).catch((e: unknown) => e);
     expect((error as { code?: string }).code).toBe('ADAPTER.EXECUTION.FAILED');
+  });
+});
+
+describe('HTTP sessions with resumable streams', () => {
+  it('stamps SSE events with ids for Last-Event-ID, and still serves calls', async () => {
+    const gateway = await startHttpGateway({
+      gateway: { upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }] },
+      resumable: true,
+      retryIntervalMs: 750,
+      warmSpare: false,
+    });
+    try {
+      const response = await fetch(gateway.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-06-18',
+            capabilities: {},
+            clientInfo: { name: 'r', version: '1' },
+          },
+        }),
+      });
+      const body = await response.text();
+      expect(body).toMatch(/^id: \S+/m);
+      const client = new Client({ name: 'resumable', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+      const echo = await client.callTool({ name: 'echo', arguments: { text: 'resumable' } });
+      expect(echo.structuredContent).toEqual({ text: 'resumable' });
+      await client.close();
+    } finally {
+      await gateway.close();
+    }
   });
 });
