@@ -162,7 +162,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   const modern = createMcpHandler(
     async () => {
       const session = await sharedSession();
-      return new Relay(session.upstreams, options.gateway).server;
+      return new Relay(session.upstreams, { ...options.gateway, attachToUpstreams: false }).server;
     },
     { legacy: 'reject', maxRequestBodySize: maxBody, onerror: report },
   );

@@ -51,6 +51,12 @@ export interface RelayOptions {
   /** In envelope mode: the output schema advertised for a tool instead of its own. */
   outputSchemaFor?: (tool: Tool, upstream: string) => Tool['outputSchema'] | undefined;
   serverInfo?: Implementation;
+  /**
+   * Whether upstream notifications and server-to-client requests come to this
+   * relay (default true). A per-request relay over shared upstreams says false,
+   * so that one request's messages can never land on another's stream.
+   */
+  attachToUpstreams?: boolean;
 }
 
 const ANY_RESULT = {
@@ -123,6 +129,7 @@ export class Relay {
     const capabilities = mergeCapabilities(upstreams);
     this.server = new Server(info, { capabilities, instructions: single?.instructions });
     this.#registerHandlers(capabilities);
+    if (options.attachToUpstreams === false) return;
     for (const upstream of upstreams) {
       upstream.setHooks({
         onNotification: (notification) => this.#fromUpstream(notification),
