@@ -49,7 +49,7 @@ export interface UpstreamConfig {
   name: string;
   transport: StdioUpstream | HttpUpstream;
   dialect: UpstreamDialect;
-  validation: { input: ValidationMode; output: ValidationMode };
+  validation: { input: ValidationMode; output: ValidationMode; invalidInput: 'result' | 'jsonrpc-error' };
   provenance: { enabled: boolean; mode: 'minimal' | 'full'; captureArtifacts: boolean };
   timeouts: { callMs: number; startMs: number; tools: Record<string, number> };
   restart: {
@@ -254,6 +254,7 @@ function resolveUpstream(
     validation: {
       input: upstream.validation?.input ?? 'enforce',
       output: upstream.validation?.output ?? 'enforce',
+      invalidInput: upstream.validation?.invalidInput ?? 'result',
     },
     provenance: {
       enabled: upstream.provenance?.enabled ?? true,
@@ -336,7 +337,7 @@ interface RawUpstream {
   stdio?: { command: string; args?: string[]; env?: Record<string, string>; cwd?: string };
   url?: { url: string; headers?: Record<string, string>; headersFromEnv?: Record<string, string> };
   dialect?: UpstreamDialect;
-  validation?: { input?: ValidationMode; output?: ValidationMode };
+  validation?: { input?: ValidationMode; output?: ValidationMode; invalidInput?: 'result' | 'jsonrpc-error' };
   provenance?: { enabled?: boolean; mode?: 'minimal' | 'full'; captureArtifacts?: boolean };
   timeouts?: { callMs?: number; startMs?: number; tools?: Record<string, number> };
   restart?: {

@@ -76,6 +76,7 @@ export class Enforcement {
               dialect: config.dialect,
               inputValidation: config.validation.input,
               outputValidation: config.validation.output,
+              invalidInput: config.validation.invalidInput,
               ids: options.ids,
               server: { name: config.name, version: options.version },
               adapter: 'mcp-envelope-gateway',

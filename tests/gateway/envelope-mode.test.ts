@@ -76,3 +76,36 @@ describe('proxy in envelope mode (prov-v0.1)', () => {
     expect(after.structuredContent).toMatchObject({ result: { text: 'back' } });
   });
 });
+
+describe('proxy with --invalid-input jsonrpc-error', () => {
+  let client: Client;
+
+  beforeAll(async () => {
+    client = new Client({ name: 'invalid-input-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: NODE,
+        args: [BIN, 'proxy', ...FLAGS, '--invalid-input', 'jsonrpc-error', '--', NODE, FIXTURE],
+        cwd: ROOT,
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await client?.close();
+  });
+
+  it('answers arguments that break the input schema with JSON-RPC -32602 carrying the canonical code and pointer', async () => {
+    const error = await client.callTool({ name: 'echo', arguments: { text: 5 } }).then(
+      () => undefined,
+      (caught: unknown) => caught as { code?: number; data?: Record<string, unknown> },
+    );
+    expect(error?.code).toBe(-32602);
+    expect(error?.data).toMatchObject({ canonical_code: 'INVALID_INPUT', pointer: '/text' });
+  });
+
+  it('still answers valid arguments with an envelope', async () => {
+    const result = await client.callTool({ name: 'echo', arguments: { text: 'fine' } });
+    expect(result.structuredContent).toMatchObject({ result: { text: 'fine' } });
+  });
+});

@@ -18,6 +18,7 @@ interface ProxyOptions {
   name?: string;
   logs?: string;
   ledger?: string;
+  invalidInput: string;
 }
 
 function positiveInt(value: string, flag: string): number {
@@ -73,6 +74,11 @@ export const registerProxy: Registrar = (program, invocation) => {
     .option('--max-body <bytes>', 'largest HTTP request body', String(4 * 1024 * 1024))
     .option('--name <name>', "the upstream's name in logs and records (default: the command's base name)")
     .option('--logs <dir>', 'write one JSON line per tools/call under DIR/<name>/<date>/')
+    .option(
+      '--invalid-input <form>',
+      'answer arguments that break the input schema as an error envelope (result) or a JSON-RPC error -32602 (jsonrpc-error)',
+      'result',
+    )
     .option('--ledger <file>', 'store provenance records in this SQLite file')
     .action(
       runs(invocation, async ({ io }, command: string, args: string[], options: ProxyOptions) => {
@@ -95,6 +101,7 @@ export const registerProxy: Registrar = (program, invocation) => {
                 stdio: { command, args, cwd: io.cwd },
                 dialect: options.dialect,
                 timeouts: { callMs: positiveInt(options.timeout, '--timeout') },
+                validation: { invalidInput: options.invalidInput },
               },
             ],
             listen: {

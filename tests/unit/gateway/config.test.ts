@@ -43,7 +43,7 @@ describe('loadGatewayConfig', () => {
         name: 'one',
         transport: { kind: 'stdio', command: process.execPath, args: ['server.ts'], env: {}, cwd: dir },
         dialect: 'prov-v0.1',
-        validation: { input: 'enforce', output: 'enforce' },
+        validation: { input: 'enforce', output: 'enforce', invalidInput: 'result' },
         provenance: { enabled: true, mode: 'minimal', captureArtifacts: false },
         timeouts: { callMs: 60_000, startMs: 15_000, tools: {} },
         restart: { enabled: true, initialDelayMs: 250, maxDelayMs: 30_000, factor: 2, maxAttempts: 10 },
