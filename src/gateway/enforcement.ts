@@ -7,7 +7,12 @@ import { createPipeline, type Pipeline, type PipelineTool } from '../mcp/pipelin
 import { readToolResult } from '../mcp/read-tool-result.ts';
 import type { CallLog, CallTransport } from './call-log.ts';
 import type { UpstreamConfig } from './config.ts';
-import type { CallToolParams, ToolCallContext, ToolCallHandler } from './relay.ts';
+import {
+  type CallToolParams,
+  NAMESPACE_SEPARATOR,
+  type ToolCallContext,
+  type ToolCallHandler,
+} from './relay.ts';
 
 /**
  * What the gateway does to every tools/call: per upstream, either pass the
@@ -125,19 +130,31 @@ export class Enforcement {
     context: ToolCallContext,
   ): Promise<CallToolResult> {
     const described = context.tool;
-    const tool: PipelineTool = described
-      ? {
-          name: params.name,
-          title: described.title,
-          inputSchema: described.inputSchema as Record<string, unknown>,
-          outputSchema: described.outputSchema as Record<string, unknown> | undefined,
-        }
-      : { name: params.name };
+    // The upstream listed no such tool: a protocol error naming the tool as the client called it,
+    // rather than an execution failure quoting the upstream's un-namespaced name.
+    if (!described) {
+      const called =
+        this.#options.upstreams.length > 1
+          ? `${config.name}${NAMESPACE_SEPARATOR}${params.name}`
+          : params.name;
+      throw new EnvelopeError('NOT_FOUND', `Unknown tool: ${called}`, {
+        tool: called,
+        upstream: config.name,
+      });
+    }
+    const tool: PipelineTool = {
+      name: params.name,
+      title: described.title,
+      inputSchema: described.inputSchema as Record<string, unknown>,
+      outputSchema: described.outputSchema as Record<string, unknown> | undefined,
+    };
     // Provenance switched off for this upstream: the caller's opt-in is not honoured,
     // but its _meta (progress tokens and the like) still reaches the upstream.
     const meta = config.provenance.enabled ? withProvenanceDefaults(params._meta, config) : undefined;
+    const tier = context.authInfo?.extra?.tier;
     return pipeline.callTool({
       tool,
+      ...(typeof tier === 'string' ? { tier } : {}),
       arguments: params.arguments,
       meta,
       invoke: (args) => invokeUpstream({ ...params, arguments: args }),

@@ -145,9 +145,10 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     spare = closing ? undefined : openSession(options.gateway).catch(() => undefined);
   };
   const takeSession = async (): Promise<GatewaySession> => {
-    const ready = await spare;
+    // Claim the spare before awaiting it: two initializes arriving together must not get the same one.
+    const claimed = spare;
     warmSpare();
-    return ready ?? openSession(options.gateway);
+    return (await claimed) ?? openSession(options.gateway);
   };
 
   // One upstream connection set for stateless (2026-07-28) requests and the info page.

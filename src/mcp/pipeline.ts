@@ -81,6 +81,8 @@ export interface ToolCall {
   isInterim?: (result: ToolResultLike) => boolean;
   /** Rejections that are protocol signals rather than failures (the SDK's URL elicitation), rethrown as they are. */
   isProtocolSignal?: (error: unknown) => boolean;
+  /** This caller's tier (an authenticated gateway client), in place of the pipeline's `tier`. */
+  tier?: string;
 }
 
 /** What happened to one call, for logs. */
@@ -477,7 +479,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     const { tool } = call;
     if (gate) {
       const features = options.featuresOf?.(tool, call.arguments) ?? [tool.name];
-      const hints = gate.hintsFor(tier, features);
+      const hints = gate.hintsFor(call.tier ?? tier, features);
       const [first] = hints;
       if (first) {
         const envelope = envelopeV01For({
@@ -610,7 +612,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       const converted = fromEnvelopeV01(envelope, dialect, {
         tool: call.tool.name,
         requestId,
-        ...(options.tier === undefined ? {} : { tier: options.tier }),
+        ...((call.tier ?? options.tier) === undefined ? {} : { tier: call.tier ?? options.tier }),
       });
       value = converted.value;
       // The adapter's own metadata is no loss of the tool's; everything else is reported.
