@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCallLog } from '../../src/gateway/call-log.ts';
 import { defaultRegistry } from '../../src/schemas/index.ts';
 import { type GatewayDir, gatewayDir, runCli, startGatewayHttp } from './gateway-process.ts';
-import type { Running } from './helpers.ts';
+import type { Running } from './processes.ts';
 
 interface Envelope {
   schema_version: string;

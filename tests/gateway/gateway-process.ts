@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BIN, NODE, ROOT, type Running, stopChild } from './helpers.ts';
+import { BIN, NODE, ROOT, type Running, stopChild } from './processes.ts';
 
 export const EXAMPLES = fileURLToPath(new URL('../../examples/', import.meta.url));
 

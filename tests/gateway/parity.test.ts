@@ -6,7 +6,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readCallLog, type StableCallLogEntry, stripVolatile } from '../../src/gateway/call-log.ts';
 import { gatewayDir, startGatewayHttp } from './gateway-process.ts';
-import { BIN, NODE, ROOT, type Running } from './helpers.ts';
+import { BIN, NODE, ROOT, type Running } from './processes.ts';
 
 /**
  * Transport parity: the same scripted calls through `gateway --stdio` and

@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayDir, startGatewayHttp } from './gateway-process.ts';
-import type { Running } from './helpers.ts';
+import type { Running } from './processes.ts';
 
 /**
  * A bearer token maps to a tier (auth.tokens); the tier must reach the
