@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURE, NODE, ROOT, type Running, startListening, startProxyHttp } from './helpers.ts';
+import { FIXTURE, NODE, ROOT, type Running, startListening, startProxyHttp } from './processes.ts';
 
 // The official suite, run as its own CLI against a URL.
 const SUITE = join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');

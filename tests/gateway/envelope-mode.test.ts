@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, FIXTURE, NODE, ROOT, type Running, startProxyHttp } from './helpers.ts';
+import { BIN, FIXTURE, NODE, ROOT, type Running, startProxyHttp } from './processes.ts';
 
 const FLAGS = ['--dialect', 'prov-v0.1', '--deterministic-ids', 'gateway-test', '--timeout', '20000'];
 

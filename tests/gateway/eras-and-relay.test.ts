@@ -4,7 +4,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpGateway } from '../../src/gateway/http.ts';
 import { type GatewaySession, openSession } from '../../src/gateway/session.ts';
-import { BIN, FIXTURE, NODE, ROOT, type Running, startListening, startProxyHttp } from './helpers.ts';
+import { BIN, FIXTURE, NODE, ROOT, type Running, startListening, startProxyHttp } from './processes.ts';
 
 function textOf(result: { content?: unknown }): string {
   return (result.content as { text?: string }[] | undefined)?.[0]?.text ?? '';

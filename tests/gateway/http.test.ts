@@ -2,7 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, FIXTURE, NODE, ROOT, type Running, startProxyHttp } from './helpers.ts';
+import { BIN, FIXTURE, NODE, ROOT, type Running, startProxyHttp } from './processes.ts';
 
 const INIT = {
   jsonrpc: '2.0',

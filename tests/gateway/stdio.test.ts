@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { Client, ProtocolError } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, FIXTURE, NODE, ROOT, stopChild } from './helpers.ts';
+import { BIN, FIXTURE, NODE, ROOT, stopChild } from './processes.ts';
 
 function textOf(result: { content?: unknown }): string {
   const first = (result.content as { type: string; text?: string }[] | undefined)?.[0];
