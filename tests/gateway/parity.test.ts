@@ -26,7 +26,10 @@ interface ScriptedCall {
   _meta?: Record<string, unknown>;
 }
 
-/** One of each kind: success of every payload shape, tool error, thrown error, invalid input, passthrough, provenance. */
+/**
+ * One of each kind: success of every payload shape, tool error, thrown error, invalid input,
+ * passthrough, provenance, an unknown tool, an upstream crash and the call after its restart.
+ */
 const SCRIPT: readonly ScriptedCall[] = [
   { name: 'legacy__plain_text' },
   { name: 'legacy__json_text' },
@@ -48,6 +51,9 @@ const SCRIPT: readonly ScriptedCall[] = [
   { name: 'python__upper', arguments: { text: 'up' } },
   { name: 'python__fail' },
   { name: 'python__add', arguments: { a: 1, b: 2 }, _meta: { capture_provenance: true } },
+  { name: 'legacy__no_such_tool' },
+  { name: 'legacy__crash' },
+  { name: 'legacy__echo', arguments: { text: 'after the restart' } },
 ];
 
 interface Run {
@@ -58,7 +64,14 @@ interface Run {
 async function script(client: Client): Promise<unknown[]> {
   const results: unknown[] = [];
   // Sequential on purpose: deterministic ids follow the order of calls.
-  for (const call of SCRIPT) results.push(await client.callTool({ arguments: {}, ...call }));
+  for (const call of SCRIPT) {
+    // A protocol error (the unknown tool) is part of the behaviour to compare, not a failure of the run.
+    results.push(
+      await client.callTool({ arguments: {}, ...call }).catch((error: unknown) => ({
+        thrown: error instanceof Error ? error.message : String(error),
+      })),
+    );
+  }
   return results;
 }
 
