@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCallLog } from '../../src/gateway/call-log.ts';
+import { outputSchemaFor } from '../../src/mcp/dialects.ts';
 import { defaultRegistry } from '../../src/schemas/index.ts';
 import { type GatewayDir, gatewayDir, runCli, startGatewayHttp } from './gateway-process.ts';
 import type { Running } from './processes.ts';
@@ -63,12 +64,15 @@ describe('bin/mcp-envelope gateway over HTTP, in front of the example servers', 
       expect.arrayContaining(['legacy__plain_text', 'legacy__echo', 'envelopes__word_count', 'python__add']),
     );
     expect(names.every((name) => /^(legacy|envelopes|python)__\w+$/.test(name))).toBe(true);
-    const echo = tools.find((tool) => tool.name === 'legacy__echo');
-    expect(echo?.outputSchema?.properties).toHaveProperty('schema_version');
-    expect(echo?.outputSchema?.properties).toHaveProperty('result');
-    const add = tools.find((tool) => tool.name === 'python__add');
-    expect(add?.outputSchema).toBeDefined();
-    expect(add?.outputSchema).not.toEqual(echo?.outputSchema);
+    const byUpstream = { legacy: 'prov-v0.1', envelopes: 'prov-v0.1', python: 'hosted-v2' } as const;
+    for (const tool of tools) {
+      const upstream = tool.name.split('__')[0] as keyof typeof byUpstream;
+      expect(tool.outputSchema, tool.name).toEqual(outputSchemaFor(byUpstream[upstream]));
+    }
+    // The legacy stats tool has an outputSchema of its own; the envelope schema replaces it.
+    expect(tools.find((tool) => tool.name === 'legacy__stats')?.outputSchema?.properties).toHaveProperty(
+      'schema_version',
+    );
   });
 
   it('wraps legacy text, JSON, array and number results as prov-v0.1 envelopes', async () => {
@@ -93,23 +97,31 @@ describe('bin/mcp-envelope gateway over HTTP, in front of the example servers', 
     expect(answer.isError ?? false).toBe(false);
     const text = JSON.parse(textOf(answer));
     expect(text).toEqual(answer.structuredContent);
-    expect(JSON.stringify(text)).toContain('5.5');
-    expect(text).not.toHaveProperty('schema_version', 'mcp.envelope.v0.1');
+    expect(text).toMatchObject({ ok: true, tool: 'add', data: 5.5 });
+    expect(defaultRegistry().validate('hosted.envelope.v2', text).valid).toBe(true);
     const failed = await call('python__fail');
     expect(failed.isError).toBe(true);
     expect(JSON.parse(textOf(failed))).toEqual(failed.structuredContent);
+    expect(failed.structuredContent).toMatchObject({
+      ok: false,
+      tool: 'fail',
+      error: { message: 'Something went wrong in the Python tool' },
+    });
   });
 
   it("passes the envelope server's envelopes through unchanged (no double wrap)", async () => {
-    const report = envelopeOf(await call('envelopes__report'));
-    expect(report.schema_version).toBe('mcp.envelope.v0.1');
-    expect(report.result).toEqual({
-      schema_version: 'report.v3',
-      title: 'Quarterly',
-      rows: [{ q: 1, total: 10.5 }],
+    // Exactly what the server sent: no meta added, nothing renamed, the payload's own schema_version kept.
+    expect(envelopeOf(await call('envelopes__report'))).toEqual({
+      schema_version: 'mcp.envelope.v0.1',
+      result: { schema_version: 'report.v3', title: 'Quarterly', rows: [{ q: 1, total: 10.5 }] },
+      warnings: [{ code: 'REPORT.PARTIAL', message: 'One source was unavailable' }],
     });
     const count = envelopeOf(await call('envelopes__word_count', { text: 'one two three' }));
-    expect(count.result).toEqual({ words: 3, characters: 13 });
+    expect(count).toEqual({
+      schema_version: 'mcp.envelope.v0.1',
+      result: { words: 3, characters: 13 },
+      meta: { adapter: 'mcp' },
+    });
   });
 
   it("turns a thrown exception and a tool's own error into error envelopes, keeping the tool's code", async () => {
@@ -117,7 +129,10 @@ describe('bin/mcp-envelope gateway over HTTP, in front of the example servers', 
     expect(thrown.isError).toBe(true);
     const thrownEnvelope = envelopeOf(thrown);
     expect(thrownEnvelope.result).toBeNull();
-    expect(thrownEnvelope.errors?.[0]?.message).toContain('The widget exploded');
+    expect(thrownEnvelope.errors?.[0]).toMatchObject({
+      code: 'ADAPTER.EXECUTION.FAILED',
+      message: expect.stringContaining('The widget exploded'),
+    });
     const own = await call('legacy__own_error');
     expect(own.isError).toBe(true);
     expect(envelopeOf(own).errors?.[0]?.code).toBe('WIDGET_LOCKED');

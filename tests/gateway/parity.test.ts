@@ -5,6 +5,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readCallLog, type StableCallLogEntry, stripVolatile } from '../../src/gateway/call-log.ts';
+import { Ledger } from '../../src/ledger/index.ts';
 import { gatewayDir, startGatewayHttp } from './gateway-process.ts';
 import { BIN, NODE, ROOT, type Running } from './processes.ts';
 
@@ -26,7 +27,10 @@ interface ScriptedCall {
   _meta?: Record<string, unknown>;
 }
 
-/** One of each kind: success of every payload shape, tool error, thrown error, invalid input, passthrough, provenance. */
+/**
+ * One of each kind: success of every payload shape, tool error, thrown error, invalid input,
+ * passthrough, provenance, an unknown tool, an upstream crash and the call after its restart.
+ */
 const SCRIPT: readonly ScriptedCall[] = [
   { name: 'legacy__plain_text' },
   { name: 'legacy__json_text' },
@@ -48,17 +52,42 @@ const SCRIPT: readonly ScriptedCall[] = [
   { name: 'python__upper', arguments: { text: 'up' } },
   { name: 'python__fail' },
   { name: 'python__add', arguments: { a: 1, b: 2 }, _meta: { capture_provenance: true } },
+  {
+    name: 'legacy__json_text',
+    _meta: { capture_provenance: true, provenance_mode: 'full', capture_artifacts: true },
+  },
+  { name: 'legacy__no_such_tool' },
+  { name: 'legacy__crash' },
+  { name: 'legacy__echo', arguments: { text: 'after the restart' } },
 ];
 
 interface Run {
   results: unknown[];
   log: StableCallLogEntry[];
+  /** The ledger's entries without created_at (the time of filing). */
+  ledger: object[];
+}
+
+function ledgerEntries(file: string): object[] {
+  const ledger = Ledger.open(file);
+  try {
+    return ledger.list().map(({ created_at: _filedAt, ...entry }) => entry);
+  } finally {
+    ledger.close();
+  }
 }
 
 async function script(client: Client): Promise<unknown[]> {
   const results: unknown[] = [];
   // Sequential on purpose: deterministic ids follow the order of calls.
-  for (const call of SCRIPT) results.push(await client.callTool({ arguments: {}, ...call }));
+  for (const call of SCRIPT) {
+    // A protocol error (the unknown tool) is part of the behaviour to compare, not a failure of the run.
+    results.push(
+      await client.callTool({ arguments: {}, ...call }).catch((error: unknown) => ({
+        thrown: error instanceof Error ? error.message : String(error),
+      })),
+    );
+  }
   return results;
 }
 
@@ -83,7 +112,7 @@ async function overStdio(): Promise<Run> {
     // Closing stdin ends the gateway, which flushes and closes its log.
     await client.close();
     await waitForExit(transport);
-    return { results, log: stableLog(paths.logs) };
+    return { results, log: stableLog(paths.logs), ledger: ledgerEntries(paths.ledger) };
   } finally {
     await client.close();
   }
@@ -113,7 +142,7 @@ async function overHttp(): Promise<Run> {
     await client.close();
     // SIGTERM closes the gateway, which flushes its log.
     await gateway.stop();
-    return { results, log: stableLog(paths.logs) };
+    return { results, log: stableLog(paths.logs), ledger: ledgerEntries(paths.ledger) };
   } finally {
     await client.close();
     await gateway?.stop();
@@ -165,6 +194,11 @@ describe('transport parity: the same calls over stdio and HTTP', () => {
 
   it('gives identical call-log lines once volatile fields are stripped', () => {
     expect(fieldDiffs(http.log, stdio.log, 'http vs stdio')).toEqual([]);
+  });
+
+  it('files the same provenance records in the ledger', () => {
+    expect(stdio.ledger.length).toBe(SCRIPT.filter((call) => call._meta?.capture_provenance).length);
+    expect(JSON.stringify(http.ledger)).toBe(JSON.stringify(stdio.ledger));
   });
 
   it('matches the golden call log (UPDATE_GOLDEN=1 regenerates it)', () => {
