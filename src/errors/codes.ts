@@ -253,6 +253,7 @@ export const ERROR_CODES: readonly ErrorCodeSpec[] = Object.freeze([
   ),
   row('CONFIG_NOT_FOUND', 404, J.notFound, false, 'input', 'engine', 'Configuration file not found'),
   row('CONFIG_INVALID', 400, J.invalidParams, false, 'input', 'engine', 'Configuration is invalid'),
+  row('LISTEN_FAILED', 500, J.internal, false, 'input', 'engine', 'Cannot listen on the address asked for'),
   row('LEDGER_NOT_FOUND', 404, J.notFound, false, 'input', 'engine', 'Ledger database not found'),
   row('LEDGER_CORRUPT', 500, J.internal, false, 'internal', 'engine', 'Ledger database is unreadable'),
   row(

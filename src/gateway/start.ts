@@ -1,3 +1,4 @@
+import { EnvelopeError } from '../errors/index.ts';
 import { createIdSource } from '../ids/index.ts';
 import { Ledger } from '../ledger/index.ts';
 import { CallLog } from './call-log.ts';
@@ -64,6 +65,24 @@ function upstreamOptions(upstream: UpstreamConfig): UpstreamOptions {
   };
 }
 
+/** An address that cannot be bound is the operator's to fix: say which, and how. */
+function listenError(error: unknown, config: GatewayConfig): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const listen = config.listen.http;
+  if (!listen || (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL')) return error;
+  const reason =
+    code === 'EADDRINUSE'
+      ? 'the address is in use'
+      : code === 'EACCES'
+        ? 'permission denied'
+        : 'no such local address';
+  return new EnvelopeError(
+    'LISTEN_FAILED',
+    `Cannot listen on ${listen.host}:${listen.port}: ${reason}; choose another with --http HOST:PORT`,
+    { host: listen.host, port: listen.port, errno: code },
+  );
+}
+
 export async function startGateway(
   config: GatewayConfig,
   options: StartOptions = {},
@@ -121,7 +140,7 @@ export async function startGateway(
     if (config.listen.stdio) stdio = await serveGatewayOnStdio(gatewayOptions('stdio', null));
   } catch (error) {
     await closeAll();
-    throw error;
+    throw listenError(error, config);
   }
   let closing: Promise<void> | undefined;
   return {
