@@ -5,7 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCallLog } from '../../src/gateway/call-log.ts';
 import { outputSchemaFor } from '../../src/mcp/dialects.ts';
 import { defaultRegistry } from '../../src/schemas/index.ts';
-import { type GatewayDir, gatewayDir, runCli, startGatewayHttp } from './gateway-process.ts';
+import {
+  type GatewayDir,
+  gatewayDir,
+  removeGatewayDirs,
+  runCli,
+  startGatewayHttp,
+} from './gateway-process.ts';
 import type { Running } from './processes.ts';
 
 interface Envelope {
@@ -50,6 +56,7 @@ describe('bin/mcp-envelope gateway over HTTP, in front of the example servers', 
   afterAll(async () => {
     await client?.close();
     await gateway?.stop();
+    removeGatewayDirs();
   });
 
   it('prints the URL with the port the system chose', () => {
@@ -210,6 +217,8 @@ describe('bin/mcp-envelope gateway over HTTP, in front of the example servers', 
 });
 
 describe('bin/mcp-envelope gateway with a bad configuration', () => {
+  afterAll(removeGatewayDirs);
+
   it('exits 2 with CONFIG_NOT_FOUND when the file is missing', async () => {
     const run = await runCli(['gateway', '--config', '/nonexistent/gateway.config.json', '--no-stdio']);
     expect(run.code).toBe(2);

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,13 @@ export interface GatewayDir {
   logs: string;
 }
 
+const created: string[] = [];
+
+/** Removes every folder gatewayDir made in this test file (call once the gateways have stopped). */
+export function removeGatewayDirs(): void {
+  for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
 /**
  * A copy of examples/gateway.config.json that works from any folder: the
  * upstreams run in the repository's examples/, ledger and logs go to a fresh
@@ -21,6 +28,7 @@ export interface GatewayDir {
  */
 export function gatewayDir(edit?: (config: Record<string, unknown>) => void): GatewayDir {
   const dir = mkdtempSync(join(tmpdir(), 'mcp-envelope-gateway-'));
+  created.push(dir);
   const config = JSON.parse(readFileSync(join(EXAMPLES, 'gateway.config.json'), 'utf8')) as {
     $schema?: string;
     upstreams: { stdio: { cwd: string } }[];

@@ -3,10 +3,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCallLog, type StableCallLogEntry, stripVolatile } from '../../src/gateway/call-log.ts';
 import { Ledger } from '../../src/ledger/index.ts';
-import { gatewayDir, startGatewayHttp } from './gateway-process.ts';
+import { gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
 import { BIN, NODE, ROOT, type Running } from './processes.ts';
 
 /**
@@ -177,6 +177,8 @@ describe('transport parity: the same calls over stdio and HTTP', () => {
   beforeAll(async () => {
     [stdio, http] = await Promise.all([overStdio(), overHttp()]);
   }, 60_000);
+
+  afterAll(removeGatewayDirs);
 
   it('ran every scripted call and logged one line each', () => {
     expect(stdio.results).toHaveLength(SCRIPT.length);

@@ -1,6 +1,6 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gatewayDir, startGatewayHttp } from './gateway-process.ts';
+import { gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
 import type { Running } from './processes.ts';
 
 /**
@@ -51,6 +51,7 @@ describe('tiers over HTTP: the bearer token decides the tier in the envelope', (
   afterAll(async () => {
     await Promise.allSettled(clients.map((client) => client.close()));
     await gateway?.stop();
+    removeGatewayDirs();
   });
 
   it('records each caller’s tier in its scalpel-v1 envelope', async () => {
