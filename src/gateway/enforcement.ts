@@ -145,6 +145,8 @@ export class Enforcement {
     const tool: PipelineTool = {
       name: params.name,
       title: described.title,
+      // The record names the tool's own server version, not the gateway's.
+      ...(context.serverInfo?.version ? { version: context.serverInfo.version } : {}),
       inputSchema: described.inputSchema as Record<string, unknown>,
       outputSchema: described.outputSchema as Record<string, unknown> | undefined,
     };

@@ -32,6 +32,8 @@ export interface ToolCallContext {
   tool?: Tool;
   /** Who called, when the transport authenticated the caller. */
   authInfo?: AuthInfo;
+  /** The upstream server's own name and version (from its initialize), for provenance. */
+  serverInfo?: Implementation;
 }
 
 /**
@@ -270,6 +272,7 @@ export class Relay {
             signal: ctx.mcpReq.signal,
             ...(tool ? { tool } : {}),
             ...(ctx.http?.authInfo ? { authInfo: ctx.http.authInfo } : {}),
+            ...(upstream.serverInfo ? { serverInfo: upstream.serverInfo } : {}),
           });
         }),
       );

@@ -18,7 +18,7 @@ interface Envelope {
   schema_version: string;
   result: unknown;
   errors?: { code: string; message: string; details?: Record<string, unknown> }[];
-  provenance?: { schema_version: string; run_id: string };
+  provenance?: { schema_version: string; run_id: string; tool: { name: string; version: string } };
 }
 
 type Result = Awaited<ReturnType<Client['callTool']>>;
@@ -170,6 +170,8 @@ describe('bin/mcp-envelope gateway over HTTP, in front of the example servers', 
     const answer = await call('legacy__echo', { text: 'prove it' }, { capture_provenance: true });
     const envelope = envelopeOf(answer);
     expect(envelope.provenance?.schema_version).toBe('prov.record.v0.1');
+    // The tool is the upstream's, so its version is the upstream server's, not the gateway's.
+    expect(envelope.provenance?.tool).toMatchObject({ name: 'echo', version: '1.0.0' });
     const runId = envelope.provenance?.run_id;
     const list = await runCli(['ledger', 'list', '--db', paths.ledger, '--json']);
     expect(list.code, list.stderr).toBe(0);
