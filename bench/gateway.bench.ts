@@ -80,7 +80,8 @@ async function stdioClient(command: string[]): Promise<Client> {
 async function echo(client: Client): Promise<void> {
   const result = await client.callTool({ name: 'echo', arguments: { text: PAYLOAD } });
   const text = (result.content as { text?: string }[])[0]?.text;
-  if (text?.length !== PAYLOAD.length) throw new Error('echo came back wrong');
+  // Passthrough returns the text itself; envelope mode the envelope's JSON holding it.
+  if (!text?.includes(PAYLOAD)) throw new Error('echo came back wrong');
 }
 
 async function measure(client: Client): Promise<Figures> {
@@ -161,6 +162,20 @@ async function main(): Promise<void> {
   await viaStdio.close();
   console.log(row('stdio, through mcp-envelope proxy', gatewayStdio));
 
+  // Envelope mode: every result validated, wrapped as mcp.envelope.v0.1 and carried twice.
+  const viaEnvelope = await stdioClient([
+    GATEWAY,
+    'proxy',
+    '--dialect',
+    'prov-v0.1',
+    '--',
+    NODE,
+    ...UPSTREAM,
+  ]);
+  const envelopeStdio = await measure(viaEnvelope);
+  await viaEnvelope.close();
+  console.log(row('stdio, proxy --dialect prov-v0.1', envelopeStdio));
+
   const gatewayPort = await freePort();
   const gatewayProcess = start([
     GATEWAY,
@@ -202,6 +217,11 @@ async function main(): Promise<void> {
 
   console.log('\nratios (ours / peer; p50 lower is better, calls/s higher is better)');
   console.log(ratio('stdio: gateway / direct', gatewayStdio, directFigures));
+  console.log(ratio('stdio: envelope mode / direct', envelopeStdio, directFigures));
+  console.log(
+    `p50 added over stdio: passthrough ${(gatewayStdio.p50 - directFigures.p50).toFixed(3)} ms, ` +
+      `envelope mode ${(envelopeStdio.p50 - directFigures.p50).toFixed(3)} ms (target < 0.3 ms in envelope mode)`,
+  );
   console.log(ratio('HTTP: gateway / supergateway', gatewayHttp, superHttp));
   console.log(ratio('HTTP: gateway / mcp-proxy', gatewayHttp, proxyHttp));
 
