@@ -60,6 +60,7 @@ function upstreamOptions(upstream: UpstreamConfig): UpstreamOptions {
           maxRestarts: upstream.restart.maxAttempts,
           initialDelayMs: upstream.restart.initialDelayMs,
           maxDelayMs: upstream.restart.maxDelayMs,
+          factor: upstream.restart.factor,
         }
       : { maxRestarts: 0 },
   };

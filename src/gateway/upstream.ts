@@ -38,6 +38,8 @@ export interface RestartPolicy {
   maxRestarts: number;
   initialDelayMs: number;
   maxDelayMs: number;
+  /** Each further restart waits this many times longer, up to maxDelayMs. */
+  factor: number;
   /** An upstream that stayed up this long gets its restart budget back. */
   stableAfterMs: number;
 }
@@ -139,6 +141,7 @@ export class Upstream {
       maxRestarts: 5,
       initialDelayMs: 100,
       maxDelayMs: 5000,
+      factor: 2,
       stableAfterMs: 30_000,
       ...options.restart,
     };
@@ -243,7 +246,10 @@ export class Upstream {
     if (Date.now() - this.#startedAt > this.#restart.stableAfterMs) this.#restarts = 0;
     this.#down = this.#failure(`upstream ${this.name} exited`);
     if (this.#restarts >= this.#restart.maxRestarts) return;
-    const delay = Math.min(this.#restart.initialDelayMs * 2 ** this.#restarts, this.#restart.maxDelayMs);
+    const delay = Math.min(
+      this.#restart.initialDelayMs * this.#restart.factor ** this.#restarts,
+      this.#restart.maxDelayMs,
+    );
     this.#restarts++;
     let settle: () => void = () => {};
     this.#ready = new Promise<void>((resolve) => {
