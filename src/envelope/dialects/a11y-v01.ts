@@ -12,6 +12,7 @@ import {
   fromText,
   isJsonObject,
   LossReport,
+  payloadMember,
   reportErrorsBeyondFirst,
 } from './shared.ts';
 
@@ -166,10 +167,7 @@ export const a11yV01Codec: DialectCodec = {
   schemaId: SCHEMA_IDS.a11yEnvelope,
   schema: bundledSchema(SCHEMA_IDS.a11yEnvelope),
   claims,
-  payloadOf: (value) => {
-    const candidate = fromText(value);
-    return isJsonObject(candidate) ? candidate.result : undefined;
-  },
+  payloadOf: payloadMember('result'),
   detect,
   decode,
   encode,

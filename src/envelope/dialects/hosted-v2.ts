@@ -10,6 +10,7 @@ import {
   fromText,
   isJsonObject,
   LossReport,
+  payloadMember,
   reportErrorsBeyondFirst,
 } from './shared.ts';
 
@@ -156,10 +157,7 @@ export const hostedV2Codec: DialectCodec = {
   schemaId: SCHEMA_IDS.hostedEnvelope,
   schema: bundledSchema(SCHEMA_IDS.hostedEnvelope),
   claims,
-  payloadOf: (value) => {
-    const candidate = fromText(value);
-    return isJsonObject(candidate) ? candidate.data : undefined;
-  },
+  payloadOf: payloadMember('data'),
   detect,
   decode,
   encode,

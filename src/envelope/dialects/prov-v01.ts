@@ -12,6 +12,7 @@ import {
   encodeErrorCode,
   fromText,
   LossReport,
+  payloadMember,
 } from './shared.ts';
 
 /**
@@ -230,10 +231,7 @@ export const provV01Codec: DialectCodec = {
   schemaId: SCHEMA_IDS.envelope,
   schema: bundledSchema(SCHEMA_IDS.envelope),
   claims,
-  payloadOf: (value) => {
-    const candidate = fromText(value);
-    return isJsonObject(candidate) ? candidate.result : undefined;
-  },
+  payloadOf: payloadMember('result'),
   detect,
   decode,
   encode,

@@ -12,6 +12,7 @@ import {
   fromText,
   isJsonObject,
   LossReport,
+  payloadMember,
   reportErrorsBeyondFirst,
 } from './shared.ts';
 
@@ -174,10 +175,7 @@ export const scalpelV1Codec: DialectCodec = {
   schemaId: SCHEMA_IDS.scalpelEnvelope,
   schema: bundledSchema(SCHEMA_IDS.scalpelEnvelope),
   claims,
-  payloadOf: (value) => {
-    const candidate = fromText(value);
-    return isJsonObject(candidate) ? candidate.data : undefined;
-  },
+  payloadOf: payloadMember('data'),
   detect,
   decode,
   encode,

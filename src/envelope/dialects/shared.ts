@@ -39,6 +39,14 @@ export function fromText(value: unknown): unknown {
   }
 }
 
+/** A codec's `payloadOf` for dialects that carry the payload in one top-level member. */
+export function payloadMember(member: string): (value: unknown) => unknown {
+  return (value) => {
+    const candidate = fromText(value);
+    return isJsonObject(candidate) ? candidate[member] : undefined;
+  };
+}
+
 /** Schema validation through the shared registry (compiled once), as a Detection. */
 export function detectBySchema(
   dialect: DialectId,
