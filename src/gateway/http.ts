@@ -16,6 +16,7 @@ import { renderInfoPage } from './html.ts';
 import { checkHostAndOrigin, type OriginPolicy } from './origin.ts';
 import { Relay } from './relay.ts';
 import { type GatewayOptions, type GatewaySession, openSession } from './session.ts';
+import { SessionTransport } from './session-transport.ts';
 
 export interface HttpGatewayOptions extends OriginPolicy {
   gateway: GatewayOptions;
@@ -47,8 +48,10 @@ export interface HttpGateway {
   close(): Promise<void>;
 }
 
+/** A 2025-era session's HTTP side: the transport that serves its requests. */
 interface SessionEntry {
-  transport: NodeStreamableHTTPServerTransport;
+  serve(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo): Promise<void>;
+  close(): Promise<void>;
   session: GatewaySession;
   lastSeen: number;
 }
@@ -91,25 +94,32 @@ function sendRpcError(
   sendJson(res, status, { jsonrpc: '2.0', id: null, error: { code, message, data: rpc.data } });
 }
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const tooLarge = () =>
+    new EnvelopeError('INPUT_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit_bytes: limit });
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
-    throw new EnvelopeError('INPUT_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit_bytes: limit });
+    return Promise.reject(tooLarge());
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) {
+        chunks.push(chunk);
+        return;
+      }
+      // Drain the rest unread so the connection stays usable for the 413.
+      req.off('data', onData);
       req.resume();
-      throw new EnvelopeError('INPUT_TOO_LARGE', `Request body exceeds ${limit} bytes`, {
-        limit_bytes: limit,
-      });
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+      reject(tooLarge());
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
+    req.once('error', reject);
+  });
 }
 
 function accepts(req: IncomingMessage, type: string): boolean {
@@ -183,24 +193,57 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       sendRpcError(res, 502, describeErrorCode(failure.code).jsonRpcCode, failure.code, failure.message);
       return;
     }
-    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      // The replay store costs about a millisecond per call in the SDK's SSE path, so it is opt-in.
-      ...(options.resumable
-        ? { eventStore: new BoundedEventStore(), retryInterval: options.retryIntervalMs ?? 1000 }
-        : {}),
-      onsessioninitialized: (id) => {
-        sessions.set(id, { transport, session, lastSeen: Date.now() });
-      },
-    });
+    const id = randomUUID();
+    const entry = options.resumable ? resumableEntry(id, session) : directEntry(id, session);
+    // Known before the initialize is answered, so the client's next request finds it.
+    sessions.set(id, entry);
+    await entry.serve(req, res, body, authInfo);
+    // An initialize that was refused opened nothing: nothing else would close it.
+    if (!entry.opened()) await entry.close();
+  }
+
+  /** The default: JSON replies, SSE only for requests that send something first (session-transport.ts). */
+  function directEntry(id: string, session: GatewaySession): SessionEntry & { opened(): boolean } {
+    const transport = new SessionTransport(id);
     transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
+      sessions.delete(id);
       void session.close();
     };
-    await session.relay.server.connect(transport);
-    await transport.handleRequest(Object.assign(req, { auth: authInfo }), res, body);
-    // An initialize that failed never gets a session id: nothing else will close it.
-    if (!transport.sessionId) await transport.close();
+    const connected = session.relay.server.connect(transport);
+    return {
+      session,
+      lastSeen: Date.now(),
+      serve: async (req, res, body, authInfo) => {
+        await connected;
+        await transport.handle(req, res, body, authInfo);
+      },
+      close: () => transport.close(),
+      opened: () => transport.initialized,
+    };
+  }
+
+  /** Resumable streams: the SDK's transport with a bounded replay store for Last-Event-ID. */
+  function resumableEntry(id: string, session: GatewaySession): SessionEntry & { opened(): boolean } {
+    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      eventStore: new BoundedEventStore(),
+      retryInterval: options.retryIntervalMs ?? 1000,
+    });
+    transport.onclose = () => {
+      sessions.delete(id);
+      void session.close();
+    };
+    const connected = session.relay.server.connect(transport);
+    return {
+      session,
+      lastSeen: Date.now(),
+      serve: async (req, res, body, authInfo) => {
+        await connected;
+        await transport.handleRequest(Object.assign(req, { auth: authInfo }), res, body);
+      },
+      close: () => transport.close(),
+      opened: () => transport.sessionId !== undefined,
+    };
   }
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse, principal?: Principal): Promise<void> {
@@ -249,7 +292,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         return;
       }
       entry.lastSeen = Date.now();
-      await entry.transport.handleRequest(Object.assign(req, { auth: authInfo }), res, body);
+      await entry.serve(req, res, body, authInfo);
       return;
     }
     if (method === 'POST') {
@@ -343,7 +386,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     () => {
       const now = Date.now();
       for (const entry of sessions.values()) {
-        if (now - entry.lastSeen > idleMs) void entry.transport.close();
+        if (now - entry.lastSeen > idleMs) void entry.close();
       }
     },
     Math.min(idleMs, 60_000),
@@ -368,7 +411,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     async close() {
       closing = true;
       clearInterval(sweeper);
-      await Promise.all([...sessions.values()].map((entry) => entry.transport.close().catch(() => {})));
+      await Promise.all([...sessions.values()].map((entry) => entry.close().catch(() => {})));
       await Promise.all([...sessions.values()].map((entry) => entry.session.close()));
       await modern.close().catch(() => {});
       await (await spare)?.close();

@@ -1,0 +1,354 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type {
+  AuthInfo,
+  JSONRPCMessage,
+  MessageExtraInfo,
+  RequestId,
+  Transport,
+} from '@modelcontextprotocol/server';
+import {
+  isInitializeRequest,
+  isJsonContentType,
+  parseJSONRPCMessage,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@modelcontextprotocol/server';
+
+/** SSE comment lines keep idle streams open through proxies that drop silent connections. */
+const KEEP_ALIVE_MS = 15_000;
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
+/**
+ * The HTTP exchange that carries the answers to the requests of one POST.
+ * It starts as a plain JSON reply and becomes an SSE stream only when the
+ * server has something to say about those requests before answering them.
+ */
+interface Exchange {
+  res: ServerResponse;
+  /** Request ids of this POST still waiting for their response. */
+  pending: Set<RequestId>;
+  /** Responses ready before the exchange was known to need a stream. */
+  answered: JSONRPCMessage[];
+  batch: boolean;
+  streaming: boolean;
+  /** The client went away: nothing more can be delivered. */
+  gone: boolean;
+  keepAlive?: NodeJS.Timeout;
+}
+
+function rpcError(res: ServerResponse, status: number, code: number, message: string, headers = {}): void {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+    ...headers,
+  });
+  res.end(body);
+}
+
+/**
+ * Whether the client ranks `text/event-stream` above `application/json`: by
+ * q-value, and on a tie by the order it listed them. The client must accept
+ * both; this only decides which one a POST gets when either would do.
+ */
+export function prefersEventStream(accept: string): boolean {
+  let json: { q: number; at: number } | undefined;
+  let sse: { q: number; at: number } | undefined;
+  accept.split(',').forEach((range, at) => {
+    const [type, ...params] = range.split(';').map((part) => part.trim().toLowerCase());
+    const qParam = params.find((param) => param.startsWith('q='));
+    const q = qParam === undefined ? 1 : Number(qParam.slice(2));
+    const entry = { q: Number.isFinite(q) ? q : 0, at };
+    if (type === 'application/json') json ??= entry;
+    else if (type === 'text/event-stream') sse ??= entry;
+  });
+  if (!sse || sse.q <= 0) return false;
+  if (!json || json.q <= 0) return true;
+  return sse.q > json.q || (sse.q === json.q && sse.at < json.at);
+}
+
+function isResponse(message: JSONRPCMessage): message is JSONRPCMessage & { id: RequestId } {
+  return 'id' in message && ('result' in message || 'error' in message);
+}
+
+function isRequest(message: JSONRPCMessage): message is JSONRPCMessage & { id: RequestId; method: string } {
+  return 'id' in message && 'method' in message;
+}
+
+/** The method is checked first: the SDK's guard is a full schema parse, too dear for every call. */
+function isInitialize(message: JSONRPCMessage): boolean {
+  return 'method' in message && message.method === 'initialize' && isInitializeRequest(message);
+}
+
+function sseEvent(message: JSONRPCMessage): string {
+  return `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+}
+
+/**
+ * Streamable HTTP (2025 era) for one stateful session, on node:http directly.
+ *
+ * Each POST that carries requests is answered with `application/json` when
+ * nothing related to those requests has to go out before their responses, and
+ * is switched to `text/event-stream` at the first notification or
+ * server-to-client request that does (progress, log messages, sampling,
+ * elicitation). The specification lets the server choose per POST and obliges
+ * clients to take both; a client whose Accept header ranks the event stream
+ * first gets a stream from the start. The SDK's own transport chooses once per session, and
+ * its SSE path (through Web streams and a Request/Response adapter) costs
+ * several times the JSON reply, which is what most tool calls can use.
+ *
+ * Validation follows the SDK's transport: Accept (406), Content-Type (415),
+ * JSON-RPC shape (400/-32700), a second initialize (400/-32600), the
+ * MCP-Protocol-Version header (400). The session id itself is checked by the
+ * router that looked this transport up.
+ */
+export class SessionTransport implements Transport {
+  readonly sessionId: string;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage, extra?: MessageExtraInfo) => void;
+
+  #initialized = false;
+  #closed = false;
+  #versions: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
+  readonly #exchanges = new Map<RequestId, Exchange>();
+  /** The GET stream for messages that belong to no request. */
+  #standalone?: { res: ServerResponse; keepAlive: NodeJS.Timeout };
+
+  constructor(sessionId: string) {
+    this.sessionId = sessionId;
+  }
+
+  get initialized(): boolean {
+    return this.#initialized;
+  }
+
+  async start(): Promise<void> {}
+
+  setSupportedProtocolVersions(versions: string[]): void {
+    this.#versions = versions;
+  }
+
+  /** Serves one HTTP request of this session; POST bodies arrive parsed. */
+  async handle(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo): Promise<void> {
+    if (this.#closed) {
+      rpcError(res, 404, -32001, 'Session not found');
+      return;
+    }
+    switch (req.method) {
+      case 'POST':
+        this.#post(req, res, body, authInfo);
+        return;
+      case 'GET':
+        this.#get(req, res);
+        return;
+      case 'DELETE':
+        if (!this.#checkVersion(req, res)) return;
+        res.writeHead(200, { 'mcp-session-id': this.sessionId });
+        res.end();
+        await this.close();
+        return;
+      default:
+        rpcError(res, 405, -32000, 'Method not allowed.', { allow: 'GET, POST, DELETE' });
+    }
+  }
+
+  #checkVersion(req: IncomingMessage, res: ServerResponse): boolean {
+    const version = req.headers['mcp-protocol-version'];
+    if (typeof version === 'string' && !this.#versions.includes(version)) {
+      rpcError(
+        res,
+        400,
+        -32000,
+        `Bad Request: Unsupported protocol version: ${version} (supported versions: ${this.#versions.join(', ')})`,
+      );
+      return false;
+    }
+    return true;
+  }
+
+  #post(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo): void {
+    const accept = req.headers.accept ?? '';
+    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+      rpcError(
+        res,
+        406,
+        -32000,
+        'Not Acceptable: Client must accept both application/json and text/event-stream',
+      );
+      return;
+    }
+    if (!isJsonContentType(req.headers['content-type'] ?? null)) {
+      rpcError(res, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
+      return;
+    }
+    let messages: JSONRPCMessage[];
+    try {
+      messages = Array.isArray(body) ? body.map(parseJSONRPCMessage) : [parseJSONRPCMessage(body)];
+    } catch {
+      rpcError(res, 400, -32700, 'Parse error: Invalid JSON-RPC message');
+      return;
+    }
+    if (messages.length === 0) {
+      rpcError(res, 400, -32600, 'Invalid Request: empty batch');
+      return;
+    }
+    if (messages.some(isInitialize)) {
+      if (this.#initialized) {
+        rpcError(res, 400, -32600, 'Invalid Request: Server already initialized');
+        return;
+      }
+      if (messages.length > 1) {
+        rpcError(res, 400, -32600, 'Invalid Request: Only one initialization request is allowed');
+        return;
+      }
+      this.#initialized = true;
+    } else if (!this.#initialized) {
+      rpcError(res, 400, -32000, 'Bad Request: Server not initialized');
+      return;
+    } else if (!this.#checkVersion(req, res)) {
+      return;
+    }
+
+    const extra: MessageExtraInfo = authInfo ? { authInfo } : {};
+    const requests = messages.filter(isRequest);
+    if (requests.length === 0) {
+      res.writeHead(202, { 'mcp-session-id': this.sessionId });
+      res.end();
+      for (const message of messages) this.onmessage?.(message, extra);
+      return;
+    }
+    const exchange: Exchange = {
+      res,
+      pending: new Set(requests.map((request) => request.id)),
+      answered: [],
+      batch: Array.isArray(body),
+      streaming: false,
+      gone: false,
+    };
+    if (prefersEventStream(accept)) {
+      this.#startStream(exchange);
+      res.flushHeaders();
+    }
+    for (const id of exchange.pending) this.#exchanges.set(id, exchange);
+    res.once('close', () => {
+      if (res.writableFinished) return;
+      // Losing the connection is not a cancellation (2025-11-25); the answers just cannot arrive.
+      exchange.gone = true;
+      clearInterval(exchange.keepAlive);
+    });
+    for (const message of messages) this.onmessage?.(message, extra);
+  }
+
+  #get(req: IncomingMessage, res: ServerResponse): void {
+    if (!(req.headers.accept ?? '').includes('text/event-stream')) {
+      rpcError(res, 406, -32000, 'Not Acceptable: Client must accept text/event-stream');
+      return;
+    }
+    if (!this.#initialized) {
+      rpcError(res, 400, -32000, 'Bad Request: Server not initialized');
+      return;
+    }
+    if (!this.#checkVersion(req, res)) return;
+    if (this.#standalone) {
+      rpcError(res, 409, -32000, 'Conflict: Only one SSE stream is allowed per session');
+      return;
+    }
+    res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': this.sessionId });
+    res.flushHeaders();
+    const stream = { res, keepAlive: this.#keepAlive(res) };
+    this.#standalone = stream;
+    res.once('close', () => {
+      clearInterval(stream.keepAlive);
+      if (this.#standalone === stream) this.#standalone = undefined;
+    });
+  }
+
+  #keepAlive(res: ServerResponse): NodeJS.Timeout {
+    const timer = setInterval(() => res.write(': keepalive\n\n'), KEEP_ALIVE_MS);
+    timer.unref();
+    return timer;
+  }
+
+  #startStream(exchange: Exchange): void {
+    exchange.streaming = true;
+    exchange.res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': this.sessionId });
+    exchange.keepAlive = this.#keepAlive(exchange.res);
+    for (const response of exchange.answered) exchange.res.write(sseEvent(response));
+    exchange.answered = [];
+  }
+
+  #finish(exchange: Exchange): void {
+    clearInterval(exchange.keepAlive);
+    if (exchange.gone) return;
+    if (exchange.streaming) {
+      exchange.res.end();
+      return;
+    }
+    const text = JSON.stringify(exchange.batch ? exchange.answered : exchange.answered[0]);
+    exchange.res.writeHead(200, {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(text)),
+      'mcp-session-id': this.sessionId,
+    });
+    exchange.res.end(text);
+  }
+
+  async send(message: JSONRPCMessage, options?: { relatedRequestId?: RequestId }): Promise<void> {
+    if (this.#closed) return;
+    if (isResponse(message)) {
+      const exchange = this.#exchanges.get(message.id);
+      if (!exchange) {
+        this.onerror?.(new Error(`No open exchange for the response to request ${String(message.id)}`));
+        return;
+      }
+      this.#exchanges.delete(message.id);
+      exchange.pending.delete(message.id);
+      if (exchange.gone) {
+        this.onerror?.(new Error(`The client left before the response to request ${String(message.id)}`));
+      } else if (exchange.streaming) {
+        exchange.res.write(sseEvent(message));
+      } else {
+        exchange.answered.push(message);
+      }
+      if (exchange.pending.size === 0) this.#finish(exchange);
+      return;
+    }
+    const related = options?.relatedRequestId;
+    const exchange = related === undefined ? undefined : this.#exchanges.get(related);
+    if (exchange && !exchange.gone) {
+      if (!exchange.streaming) this.#startStream(exchange);
+      exchange.res.write(sseEvent(message));
+      return;
+    }
+    // Unrelated (or its request's client left): the GET stream, when the client keeps one open.
+    this.#standalone?.res.write(sseEvent(message));
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const exchanges = new Set(this.#exchanges.values());
+    this.#exchanges.clear();
+    for (const exchange of exchanges) {
+      for (const id of exchange.pending) {
+        const closed = { jsonrpc: '2.0' as const, id, error: { code: -32000, message: 'Session closed' } };
+        if (exchange.streaming) exchange.res.write(sseEvent(closed));
+        else exchange.answered.push(closed);
+      }
+      exchange.pending.clear();
+      this.#finish(exchange);
+    }
+    if (this.#standalone) {
+      clearInterval(this.#standalone.keepAlive);
+      this.#standalone.res.end();
+      this.#standalone = undefined;
+    }
+    this.onclose?.();
+  }
+}

@@ -1,0 +1,213 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { prefersEventStream } from '../../src/gateway/session-transport.ts';
+import { type Running, startProxyHttp } from './processes.ts';
+
+const VERSION = '2025-06-18';
+const JSON_FIRST = 'application/json, text/event-stream';
+const SSE_FIRST = 'text/event-stream, application/json';
+
+interface Posted {
+  status: number;
+  type: string;
+  session: string | null;
+  text: string;
+}
+
+/** The JSON-RPC messages of a reply, whichever form the gateway chose. */
+function messagesOf(reply: Posted): Record<string, unknown>[] {
+  if (reply.type.startsWith('application/json')) {
+    const value = JSON.parse(reply.text) as unknown;
+    return (Array.isArray(value) ? value : [value]) as Record<string, unknown>[];
+  }
+  return reply.text
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => JSON.parse(line.slice(6)) as Record<string, unknown>);
+}
+
+describe('a 2025-era HTTP session answers each POST as JSON or as a stream', () => {
+  let proxy: Running;
+  let session: string;
+
+  async function post(body: unknown, headers: Record<string, string> = {}): Promise<Posted> {
+    const response = await fetch(proxy.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: JSON_FIRST,
+        'mcp-protocol-version': VERSION,
+        ...(session ? { 'mcp-session-id': session } : {}),
+        ...headers,
+      },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    return {
+      status: response.status,
+      type: response.headers.get('content-type') ?? '',
+      session: response.headers.get('mcp-session-id'),
+      text: await response.text(),
+    };
+  }
+
+  const call = (id: number, name: string, args: Record<string, unknown> = {}, meta?: object) => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) },
+  });
+
+  beforeAll(async () => {
+    proxy = await startProxyHttp();
+    const init = await post({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    expect(init.status).toBe(200);
+    session = init.session ?? '';
+    expect(session).not.toBe('');
+    const initialized = await post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    expect(initialized.status).toBe(202);
+  });
+
+  afterAll(async () => {
+    await proxy?.stop();
+  });
+
+  it('answers a call that sends nothing along the way with one JSON object', async () => {
+    const reply = await post(call(1, 'echo', { text: 'plain' }));
+    expect(reply.status).toBe(200);
+    expect(reply.type).toMatch(/^application\/json/);
+    expect(reply.session).toBe(session);
+    expect(JSON.parse(reply.text)).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      result: { structuredContent: { text: 'plain' } },
+    });
+  });
+
+  it('switches to a stream when progress comes before the result, keeping their order', async () => {
+    const reply = await post(call(2, 'test_tool_with_progress', {}, { progressToken: 'p-2' }));
+    expect(reply.status).toBe(200);
+    expect(reply.type).toMatch(/^text\/event-stream/);
+    const messages = messagesOf(reply);
+    const last = messages.at(-1);
+    expect(last).toMatchObject({ id: 2 });
+    const progress = messages.slice(0, -1);
+    expect(progress.length).toBeGreaterThan(0);
+    for (const message of progress) {
+      expect(message).toMatchObject({ method: 'notifications/progress', params: { progressToken: 'p-2' } });
+    }
+  });
+
+  it('streams from the start for a client that ranks the event stream first', async () => {
+    const reply = await post(call(3, 'echo', { text: 'streamed' }), { accept: SSE_FIRST });
+    expect(reply.type).toMatch(/^text\/event-stream/);
+    expect(messagesOf(reply)).toEqual([expect.objectContaining({ id: 3 })]);
+  });
+
+  it('answers a batch with an array holding every response', async () => {
+    const reply = await post([call(4, 'echo', { text: 'a' }), call(5, 'echo', { text: 'b' })]);
+    expect(reply.type).toMatch(/^application\/json/);
+    const ids = messagesOf(reply)
+      .map((message) => message.id)
+      .sort();
+    expect(ids).toEqual([4, 5]);
+  });
+
+  it('answers a POST of notifications only with 202 and no body', async () => {
+    const reply = await post({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+    expect(reply.status).toBe(202);
+    expect(reply.text).toBe('');
+  });
+
+  it('refuses what the transport cannot take, with the JSON-RPC error of each case', async () => {
+    const cases: [Promise<Posted>, number, number][] = [
+      [post(call(6, 'echo', { text: 'x' }), { accept: 'application/json' }), 406, -32000],
+      [post(call(7, 'echo', { text: 'x' }), { 'content-type': 'text/plain' }), 415, -32000],
+      [post(call(8, 'echo', { text: 'x' }), { 'mcp-protocol-version': '1999-01-01' }), 400, -32000],
+      [
+        post({
+          jsonrpc: '2.0',
+          id: 9,
+          method: 'initialize',
+          params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'again', version: '1' } },
+        }),
+        400,
+        -32600,
+      ],
+      [post({ jsonrpc: '1.0', id: 10, method: 'ping' }), 400, -32700],
+      [post([]), 400, -32600],
+    ];
+    for (const [reply, status, code] of cases) {
+      const answered = await reply;
+      expect(answered.status).toBe(status);
+      expect(JSON.parse(answered.text)).toMatchObject({ jsonrpc: '2.0', error: { code } });
+    }
+    // The session survives all of them.
+    expect((await post(call(11, 'echo', { text: 'still here' }))).status).toBe(200);
+  });
+
+  it('keeps one GET stream per session and refuses a second with 409', async () => {
+    const headers = {
+      accept: 'text/event-stream',
+      'mcp-session-id': session,
+      'mcp-protocol-version': VERSION,
+    };
+    const controller = new AbortController();
+    const first = await fetch(proxy.url, { headers, signal: controller.signal });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const second = await fetch(proxy.url, { headers });
+    expect(second.status).toBe(409);
+    controller.abort();
+    await first.body?.cancel().catch(() => {});
+  });
+
+  it('survives a client that leaves in the middle of a call, and serves the next one', async () => {
+    const controller = new AbortController();
+    const leaving = fetch(proxy.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: JSON_FIRST,
+        'mcp-protocol-version': VERSION,
+        'mcp-session-id': session,
+      },
+      body: JSON.stringify(call(12, 'slow', { ms: 300 })),
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(), 50);
+    await expect(leaving).rejects.toThrow();
+    const next = await post(call(13, 'echo', { text: 'after' }));
+    expect(JSON.parse(next.text)).toMatchObject({ id: 13, result: { structuredContent: { text: 'after' } } });
+  });
+
+  it('ends the session on DELETE; the id is unknown afterwards', async () => {
+    const client = new Client({ name: 'deleting', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(proxy.url));
+    await client.connect(transport);
+    const id = transport.sessionId ?? '';
+    await transport.terminateSession();
+    const after = await fetch(proxy.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: JSON_FIRST, 'mcp-session-id': id },
+      body: JSON.stringify(call(14, 'echo', { text: 'gone' })),
+    });
+    expect(after.status).toBe(404);
+    await client.close();
+  });
+});
+
+describe('prefersEventStream', () => {
+  it('reads the client’s ranking by q-value, then by order', () => {
+    expect(prefersEventStream('application/json, text/event-stream')).toBe(false);
+    expect(prefersEventStream('text/event-stream, application/json')).toBe(true);
+    expect(prefersEventStream('application/json;q=0.5, text/event-stream')).toBe(true);
+    expect(prefersEventStream('text/event-stream;q=0.2, application/json;q=0.9')).toBe(false);
+    expect(prefersEventStream('text/event-stream;q=0, application/json')).toBe(false);
+    expect(prefersEventStream('*/*')).toBe(false);
+  });
+});
