@@ -2,7 +2,10 @@
  * Gateway round trip: tools/call of a 1 KB echo through the gateway, next to
  * the same upstream called directly (stdio) and behind two other bridges over
  * Streamable HTTP (supergateway --stateful, mcp-proxy), all started here on
- * 127.0.0.1. Then peak RSS of the HTTP front process with 100 KB results.
+ * 127.0.0.1. A bare forwarder (bench/peers/bare-forwarder.ts: body to stdin,
+ * answer back as JSON, no MCP work at all) shows the floor any HTTP bridge to
+ * a stdio server stands on with this client. Then peak RSS of the HTTP front
+ * process with 100 KB results.
  * Run: node bench/gateway.bench.ts
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -18,6 +21,7 @@ const UPSTREAM = [fileURLToPath(new URL('../tests/fixtures/servers/everything.ts
 const GATEWAY = fileURLToPath(new URL('../bin/mcp-envelope', import.meta.url));
 const SUPERGATEWAY = `${root}node_modules/supergateway/dist/index.js`;
 const MCP_PROXY = `${root}node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs`;
+const BARE_FORWARDER = fileURLToPath(new URL('./peers/bare-forwarder.ts', import.meta.url));
 
 const WARMUP = 200;
 const SEQUENTIAL = 1000;
@@ -157,6 +161,11 @@ async function main(): Promise<void> {
   await direct.close();
   console.log(row('stdio, direct to upstream', directFigures));
 
+  const bareStdioClient = await stdioClient([BARE_FORWARDER, 'stdio', '--', NODE, ...UPSTREAM]);
+  const bareStdio = await measure(bareStdioClient);
+  await bareStdioClient.close();
+  console.log(row('stdio, bare forwarder (floor)', bareStdio));
+
   const viaStdio = await stdioClient([GATEWAY, 'proxy', '--', NODE, ...UPSTREAM]);
   const gatewayStdio = await measure(viaStdio);
   await viaStdio.close();
@@ -201,14 +210,36 @@ async function main(): Promise<void> {
   ]);
   const proxyPort = await freePort();
   start([MCP_PROXY, '--port', String(proxyPort), '--host', '127.0.0.1', '--', NODE, ...UPSTREAM]);
+  const envelopePort = await freePort();
+  start([
+    GATEWAY,
+    'proxy',
+    '--dialect',
+    'prov-v0.1',
+    '--http',
+    `127.0.0.1:${envelopePort}`,
+    '--',
+    NODE,
+    ...UPSTREAM,
+  ]);
+  const barePort = await freePort();
+  start([BARE_FORWARDER, String(barePort), '--', NODE, ...UPSTREAM]);
 
-  // Connect all three first, so that no measurement overlaps another bridge booting.
+  // Connect every bridge first, so that no measurement overlaps another one booting.
   const gatewayClient = await httpClient(`http://127.0.0.1:${gatewayPort}/mcp`);
   const superClient = await httpClient(`http://127.0.0.1:${superPort}/mcp`);
   const proxyClient = await httpClient(`http://127.0.0.1:${proxyPort}/mcp`);
+  const envelopeClient = await httpClient(`http://127.0.0.1:${envelopePort}/mcp`);
+  const bareClient = await httpClient(`http://127.0.0.1:${barePort}/mcp`);
   await new Promise((resolve) => setTimeout(resolve, 1000));
+  const bareHttp = await measure(bareClient);
+  console.log(row('HTTP, bare forwarder (floor)', bareHttp));
+  await bareClient.close();
   const gatewayHttp = await measure(gatewayClient);
   console.log(row('HTTP, mcp-envelope proxy', gatewayHttp));
+  const envelopeHttp = await measure(envelopeClient);
+  console.log(row('HTTP, proxy --dialect prov-v0.1', envelopeHttp));
+  await envelopeClient.close();
   const superHttp = await measure(superClient);
   console.log(row('HTTP, supergateway --stateful', superHttp));
   const proxyHttp = await measure(proxyClient);
@@ -220,10 +251,18 @@ async function main(): Promise<void> {
   console.log(ratio('stdio: envelope mode / direct', envelopeStdio, directFigures));
   console.log(
     `p50 added over stdio: passthrough ${(gatewayStdio.p50 - directFigures.p50).toFixed(3)} ms, ` +
-      `envelope mode ${(envelopeStdio.p50 - directFigures.p50).toFixed(3)} ms (target < 0.3 ms in envelope mode)`,
+      `envelope mode ${(envelopeStdio.p50 - directFigures.p50).toFixed(3)} ms (target < 0.3 ms in envelope mode); ` +
+      `a bare pipe hop adds ${(bareStdio.p50 - directFigures.p50).toFixed(3)} ms`,
   );
   console.log(ratio('HTTP: gateway / supergateway', gatewayHttp, superHttp));
+  console.log(ratio('HTTP: envelope mode / supergateway', envelopeHttp, superHttp));
   console.log(ratio('HTTP: gateway / mcp-proxy', gatewayHttp, proxyHttp));
+  console.log(ratio('HTTP: gateway / bare forwarder', gatewayHttp, bareHttp));
+  console.log(ratio('HTTP: supergateway / bare forwarder', superHttp, bareHttp));
+  console.log(
+    `targets over HTTP: p50 under half of supergateway's (${(superHttp.p50 / 2).toFixed(3)} ms; ` +
+      `the bare forwarder's floor is ${bareHttp.p50.toFixed(3)} ms), calls/s at least 1.5x supergateway's`,
+  );
 
   const before = [peakRssMiB(gatewayProcess.pid), peakRssMiB(superProcess.pid)];
   await Promise.all([bigResults(gatewayClient), bigResults(superClient)]);
