@@ -7,7 +7,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
-import type { AuthInfo } from '@modelcontextprotocol/server';
+import type { AuthInfo, Transport } from '@modelcontextprotocol/server';
 import { createMcpHandler, isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
 import { describeErrorCode, EnvelopeError, toJsonRpcError } from '../errors/index.ts';
 import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
@@ -54,6 +54,12 @@ interface SessionEntry {
   close(): Promise<void>;
   session: GatewaySession;
   lastSeen: number;
+}
+
+interface SessionTransportChoice {
+  transport: Transport;
+  serve: SessionEntry['serve'];
+  opened(): boolean;
 }
 
 const MCP_PATH = '/mcp';
@@ -194,7 +200,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       return;
     }
     const id = randomUUID();
-    const entry = options.resumable ? resumableEntry(id, session) : directEntry(id, session);
+    const entry = sessionEntry(id, session);
     // Known before the initialize is answered, so the client's next request finds it.
     sessions.set(id, entry);
     await entry.serve(req, res, body, authInfo);
@@ -202,9 +208,9 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     if (!entry.opened()) await entry.close();
   }
 
-  /** The default: JSON replies, SSE only for requests that send something first (session-transport.ts). */
-  function directEntry(id: string, session: GatewaySession): SessionEntry & { opened(): boolean } {
-    const transport = new SessionTransport(id);
+  /** A session's HTTP side, on the transport its options call for. */
+  function sessionEntry(id: string, session: GatewaySession): SessionEntry & { opened(): boolean } {
+    const { transport, serve, opened } = options.resumable ? resumableTransport(id) : directTransport(id);
     transport.onclose = () => {
       sessions.delete(id);
       void session.close();
@@ -215,33 +221,34 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       lastSeen: Date.now(),
       serve: async (req, res, body, authInfo) => {
         await connected;
-        await transport.handle(req, res, body, authInfo);
+        await serve(req, res, body, authInfo);
       },
       close: () => transport.close(),
+      opened,
+    };
+  }
+
+  /** The default: JSON replies, SSE only for requests that send something first (session-transport.ts). */
+  function directTransport(id: string): SessionTransportChoice {
+    const transport = new SessionTransport(id);
+    return {
+      transport,
+      serve: (req, res, body, authInfo) => transport.handle(req, res, body, authInfo),
       opened: () => transport.initialized,
     };
   }
 
   /** Resumable streams: the SDK's transport with a bounded replay store for Last-Event-ID. */
-  function resumableEntry(id: string, session: GatewaySession): SessionEntry & { opened(): boolean } {
+  function resumableTransport(id: string): SessionTransportChoice {
     const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
       eventStore: new BoundedEventStore(),
       retryInterval: options.retryIntervalMs ?? 1000,
     });
-    transport.onclose = () => {
-      sessions.delete(id);
-      void session.close();
-    };
-    const connected = session.relay.server.connect(transport);
     return {
-      session,
-      lastSeen: Date.now(),
-      serve: async (req, res, body, authInfo) => {
-        await connected;
-        await transport.handleRequest(Object.assign(req, { auth: authInfo }), res, body);
-      },
-      close: () => transport.close(),
+      transport,
+      serve: (req, res, body, authInfo) =>
+        transport.handleRequest(Object.assign(req, { auth: authInfo }), res, body),
       opened: () => transport.sessionId !== undefined,
     };
   }
