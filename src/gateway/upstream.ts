@@ -281,6 +281,8 @@ export class Upstream {
 
   /** Waits (bounded) for a restarting upstream, then returns its client. */
   async #liveClient(deadline: number): Promise<Client> {
+    // The common case, without a timer: connected and not restarting.
+    if (!this.#down && this.#client && !this.#closing) return this.#client;
     for (let attempt = 0; attempt < 3; attempt++) {
       if (this.#closing) throw this.#failure(`upstream ${this.name} is shut down`);
       const ready = this.#ready;
