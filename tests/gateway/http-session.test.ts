@@ -185,6 +185,29 @@ describe('a 2025-era HTTP session answers each POST as JSON or as a stream', () 
     expect(JSON.parse(next.text)).toMatchObject({ id: 13, result: { structuredContent: { text: 'after' } } });
   });
 
+  it('passes a cancellation POSTed by the SDK client on to the upstream', async () => {
+    const client = new Client({ name: 'cancelling', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    try {
+      const controller = new AbortController();
+      const call = client
+        .callTool({ name: 'slow', arguments: { ms: 5000 } }, { signal: controller.signal })
+        .catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      controller.abort();
+      expect(await call).toBeInstanceOf(Error);
+      let seen = 0;
+      for (let attempt = 0; attempt < 50 && seen === 0; attempt++) {
+        const counted = await client.callTool({ name: 'cancellations', arguments: {} });
+        seen = Number((counted.content as { text: string }[])[0]?.text);
+        if (seen === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(seen).toBe(1);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('ends the session on DELETE; the id is unknown afterwards', async () => {
     const client = new Client({ name: 'deleting', version: '1.0.0' });
     const transport = new StreamableHTTPClientTransport(new URL(proxy.url));
