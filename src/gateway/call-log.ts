@@ -34,6 +34,8 @@ export interface CallLogEntry {
   transport: CallTransport;
   /** The HTTP route, or null over stdio. */
   route: string | null;
+  /** The caller's tier, present only when a bearer token authenticated the caller. */
+  tier?: string;
   /** `sha256:<hex>` of the canonical arguments; null when the call had none. */
   argumentsDigest: string | null;
   /** `sha256:<hex>` of the canonical result sent back; null when there was none. */
@@ -55,6 +57,8 @@ export interface CallRecordInput {
   durationMs: number;
   transport: CallTransport;
   route?: string | null;
+  /** The tier of an authenticated caller; unauthenticated calls (stdio) have none. */
+  tier?: string;
   arguments?: unknown;
   result?: unknown;
 }
@@ -170,6 +174,8 @@ export class CallLog {
       durationMs: call.durationMs,
       transport: call.transport,
       route: call.route ?? null,
+      // Absent rather than null for unauthenticated callers, so stdio lines keep their shape.
+      ...(call.tier === undefined ? {} : { tier: call.tier }),
       argumentsDigest: digestOf(call.arguments),
       resultDigest: digestOf(call.result),
     };

@@ -45,6 +45,8 @@ interface CallFacts {
   dialect: string;
   transport: CallTransport;
   route: string | null;
+  /** The authenticated caller's tier, when a bearer token gave one. */
+  tier: string | undefined;
   startedAt: number;
 }
 
@@ -56,6 +58,12 @@ function withProvenanceDefaults(meta: Record<string, unknown> | undefined, confi
     capture_artifacts: config.provenance.captureArtifacts,
     ...meta,
   };
+}
+
+/** The tier a bearer token gave the caller; undefined for callers no token authenticated. */
+function tierOf(context: ToolCallContext): string | undefined {
+  const tier = context.authInfo?.extra?.tier;
+  return typeof tier === 'string' ? tier : undefined;
 }
 
 function errorCodeOf(error: unknown): string {
@@ -107,6 +115,7 @@ export class Enforcement {
         dialect: target?.config.dialect ?? 'passthrough',
         transport,
         route,
+        tier: tierOf(context),
         startedAt: performance.now(),
       };
       try {
@@ -153,10 +162,10 @@ export class Enforcement {
     // Provenance switched off for this upstream: the caller's opt-in is not honoured,
     // but its _meta (progress tokens and the like) still reaches the upstream.
     const meta = config.provenance.enabled ? withProvenanceDefaults(params._meta, config) : undefined;
-    const tier = context.authInfo?.extra?.tier;
+    const tier = tierOf(context);
     return pipeline.callTool({
       tool,
-      ...(typeof tier === 'string' ? { tier } : {}),
+      ...(tier === undefined ? {} : { tier }),
       arguments: params.arguments,
       meta,
       invoke: (args) => invokeUpstream({ ...params, arguments: args }),
@@ -187,6 +196,7 @@ export class Enforcement {
         durationMs: Math.round((performance.now() - facts.startedAt) * 1000) / 1000,
         transport: facts.transport,
         route: facts.route,
+        ...(facts.tier === undefined ? {} : { tier: facts.tier }),
         arguments: facts.params.arguments,
         result,
       });

@@ -1,6 +1,9 @@
+import { realpathSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
+import { readCallLog } from '../../src/gateway/call-log.ts';
+import { type GatewayDir, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
 import type { Running } from './processes.ts';
 
 /**
@@ -18,6 +21,7 @@ interface ScalpelEnvelope {
 
 describe('tiers over HTTP: the bearer token decides the tier in the envelope', () => {
   let gateway: Running;
+  let paths: GatewayDir;
   const clients: Client[] = [];
 
   const connect = async (token: string): Promise<Client> => {
@@ -32,7 +36,7 @@ describe('tiers over HTTP: the bearer token decides the tier in the envelope', (
   };
 
   beforeAll(async () => {
-    const paths = gatewayDir((config) => {
+    paths = gatewayDir((config) => {
       const upstreams = config.upstreams as { name: string; dialect: string }[];
       // Only the legacy server, answered in Code Scalpel's dialect, which has a tier field.
       const legacy = upstreams.find((upstream) => upstream.name === 'legacy');
@@ -78,5 +82,16 @@ describe('tiers over HTTP: the bearer token decides the tier in the envelope', (
     });
     expect(response.status).toBe(401);
     await response.body?.cancel();
+  });
+
+  it('writes each caller’s tier on its call-log lines', async () => {
+    await Promise.allSettled(clients.map((client) => client.close()));
+    // Stopping the gateway flushes and closes its log.
+    await gateway.stop();
+    const lines = readCallLog(realpathSync(join(paths.logs, 'gateway', 'calls.latest.jsonl')));
+    expect(lines.map((line) => [line.tool, line.tier])).toEqual([
+      ['echo', 'pro'],
+      ['echo', 'enterprise'],
+    ]);
   });
 });

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { digestValue } from '../../../src/canonical/index.ts';
 import {
   CallLog,
+  type CallLogEntry,
   type CallRecordInput,
   readCallLog,
   stripVolatile,
@@ -75,6 +76,18 @@ describe('CallLog', () => {
     expect(entries[1]?.spanId).toMatch(/^[0-9a-f]{16}$/);
     // No raw arguments unless asked for.
     expect(readFileSync(log.file, 'utf8')).not.toContain('secret value');
+  });
+
+  it('writes the tier of an authenticated caller, and no tier field otherwise', async () => {
+    const log = new CallLog({ dir, server: 'gw' });
+    log.write({ ...call, transport: 'http', route: '/mcp', tier: 'pro' });
+    log.write(call);
+    await log.close();
+    const [tiered, anonymous] = readCallLog(log.file);
+    expect(tiered?.tier).toBe('pro');
+    expect(anonymous).not.toHaveProperty('tier');
+    // The tier is no volatile field: it is part of what two runs must agree on.
+    expect(stripVolatile(tiered as CallLogEntry)).toHaveProperty('tier', 'pro');
   });
 
   it('includes raw arguments only when configured', async () => {
