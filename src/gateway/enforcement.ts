@@ -1,12 +1,13 @@
 import { performance } from 'node:perf_hooks';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
+import { FeatureGate } from '../envelope/tiers.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import type { IdSource } from '../ids/index.ts';
 import type { Ledger } from '../ledger/index.ts';
-import { createPipeline, type Pipeline, type PipelineTool } from '../mcp/pipeline.ts';
+import { createPipeline, type Pipeline, type PipelineOptions, type PipelineTool } from '../mcp/pipeline.ts';
 import { readToolResult } from '../mcp/read-tool-result.ts';
 import type { CallLog, CallTransport } from './call-log.ts';
-import type { UpstreamConfig } from './config.ts';
+import type { GatewayTiers, UpstreamConfig } from './config.ts';
 import {
   type CallToolParams,
   NAMESPACE_SEPARATOR,
@@ -27,6 +28,8 @@ export interface EnforcementOptions {
   ids: IdSource;
   ledger?: Ledger;
   callLog?: CallLog;
+  /** The tier order and the anonymous tier; with it, each upstream's tier rules gate its tools. */
+  tiers?: GatewayTiers;
   /** Version recorded in provenance as the gateway's. */
   version: string;
   /** Where failures of the log or the ledger are reported; they never fail a call. */
@@ -88,6 +91,7 @@ export class Enforcement {
               ids: options.ids,
               server: { name: config.name, version: options.version },
               adapter: 'mcp-envelope-gateway',
+              ...(options.tiers ? this.#tierGate(config, options.tiers) : {}),
               onRecord: (record, context) => {
                 try {
                   options.ledger?.insert(record, { tool: context.tool, upstream: config.name });
@@ -98,6 +102,33 @@ export class Enforcement {
             });
       this.#routes.set(config.name, { config, pipeline });
     }
+  }
+
+  /** A tool's name as clients call it: namespaced when the gateway fronts several upstreams. */
+  #called(config: UpstreamConfig, name: string): string {
+    return this.#options.upstreams.length > 1 ? `${config.name}${NAMESPACE_SEPARATOR}${name}` : name;
+  }
+
+  /**
+   * The pipeline's tier gate for one upstream. Rules are keyed by the name clients
+   * call, so upgrade hints name the tool as the caller knows it; callers no token
+   * authenticated are the configured anonymous tier.
+   */
+  #tierGate(
+    config: UpstreamConfig,
+    tiers: GatewayTiers,
+  ): Pick<PipelineOptions, 'gate' | 'tier' | 'featuresOf'> {
+    const features: Record<string, string> = {};
+    const reasons: Record<string, string> = {};
+    for (const [tool, rule] of Object.entries(config.tiers.tools)) {
+      features[this.#called(config, tool)] = rule.tier;
+      if (rule.reason !== undefined) reasons[this.#called(config, tool)] = rule.reason;
+    }
+    return {
+      gate: new FeatureGate({ tiers: tiers.order, features, reasons }),
+      tier: tiers.anonymous,
+      featuresOf: (tool) => [this.#called(config, tool.name)],
+    };
   }
 
   /** The outputSchema to advertise for a tool of this upstream, or undefined to keep the tool's own. */
@@ -142,10 +173,7 @@ export class Enforcement {
     // The upstream listed no such tool: a protocol error naming the tool as the client called it,
     // rather than an execution failure quoting the upstream's un-namespaced name.
     if (!described) {
-      const called =
-        this.#options.upstreams.length > 1
-          ? `${config.name}${NAMESPACE_SEPARATOR}${params.name}`
-          : params.name;
+      const called = this.#called(config, params.name);
       throw new EnvelopeError('NOT_FOUND', `Unknown tool: ${called}`, {
         tool: called,
         upstream: config.name,

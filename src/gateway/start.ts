@@ -99,6 +99,7 @@ export async function startGateway(
     : undefined;
   const enforcement = new Enforcement({
     upstreams: config.upstreams,
+    ...(config.tiers ? { tiers: config.tiers } : {}),
     ids: createIdSource(config.ids.seed),
     ledger,
     callLog,
