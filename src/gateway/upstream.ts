@@ -18,6 +18,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { EnvelopeError } from '../errors/index.ts';
 import { ChildProcessTransport, StderrRing } from './child-transport.ts';
+import { connectionVerdict, lossReason } from './connection-loss.ts';
 
 export type UpstreamSpec =
   | {
@@ -111,9 +112,10 @@ const SERVER_TO_CLIENT_METHODS = ['sampling/createMessage', 'elicitation/create'
 
 /**
  * One upstream MCP server: a stdio child (restarted with bounded backoff when it
- * crashes) or a Streamable HTTP URL. Every request is bounded by a timeout; a
- * crash fails the calls in flight at once with ADAPTER.EXECUTION.FAILED carrying
- * the exit code and a stderr excerpt.
+ * crashes) or a Streamable HTTP URL (reconnected with the same backoff when the
+ * connection drops). Every request is bounded by a timeout; a crash or a drop
+ * fails the calls in flight at once with ADAPTER.EXECUTION.FAILED, carrying the
+ * exit code and a stderr excerpt for a child.
  */
 export class Upstream {
   readonly spec: UpstreamSpec;
@@ -130,6 +132,9 @@ export class Upstream {
   #lastExit: { code: number | null; signal: string | null } | undefined;
   #down: EnvelopeError | undefined;
   #restartTimer: NodeJS.Timeout | undefined;
+  /** Why an HTTP connection was given up, for the failure the calls in flight get. */
+  #lostBecause: string | undefined;
+  #probing = false;
   #tools: Promise<Map<string, Tool>> | undefined;
   /** How many times the process was (re)started; tests and logs read it. */
   generation = 0;
@@ -197,7 +202,14 @@ export class Upstream {
       await this.#hooks?.onNotification(notification);
     };
     const transport = this.#makeTransport();
-    transport.onclose = () => this.#onTransportClosed(client, transport);
+    // The HTTP transport calls onclose on every close(); one end is handled once.
+    let ended = false;
+    transport.onclose = () => {
+      if (ended) return;
+      ended = true;
+      this.#onTransportClosed(client, transport);
+    };
+    if (this.spec.kind === 'http') client.onerror = (error) => this.#onHttpError(client, error);
     this.#client = client;
     this.#transport = transport;
     this.#tools = undefined;
@@ -206,7 +218,8 @@ export class Upstream {
     try {
       await client.connect(transport, { timeout: this.#options.startTimeoutMs ?? 15_000 });
     } catch (error) {
-      const failure = this.#failure(`upstream ${this.name} did not start: ${errorText(error)}`, error);
+      const what = this.spec.kind === 'stdio' ? 'did not start' : 'could not connect';
+      const failure = this.#failure(`upstream ${this.name} ${what}: ${errorText(error)}`, error);
       // A server that never answered initialize is still running: end it.
       await client.close().catch(() => {});
       throw failure;
@@ -236,15 +249,47 @@ export class Upstream {
     return this.#hooks.onRequest(request, ctx);
   }
 
+  /**
+   * The HTTP transport reports a dropped connection without closing: close it
+   * here, so the calls in flight fail now and the reconnection below starts.
+   */
+  #onHttpError(client: Client, error: unknown): void {
+    if (this.#client !== client || this.#down || this.#closing) return;
+    const verdict = connectionVerdict(error);
+    if (verdict === 'lost') this.#lose(client, lossReason(error));
+    else if (verdict === 'suspect' && !this.#probing) {
+      // One broken stream may be just that stream: the server decides by answering a ping.
+      this.#probing = true;
+      client
+        .ping({ timeout: this.#options.startTimeoutMs ?? 15_000 })
+        .catch(() => this.#lose(client, lossReason(error)))
+        .finally(() => {
+          this.#probing = false;
+        });
+    }
+  }
+
+  #lose(client: Client, reason: string): void {
+    if (this.#client !== client || this.#down || this.#closing) return;
+    this.#lostBecause = reason;
+    void client.close().catch(() => {});
+  }
+
   #onTransportClosed(client: Client, transport: Transport): void {
     if (this.#client !== client) return;
     if (transport instanceof ChildProcessTransport) this.#lastExit = transport.exit ?? this.#lastExit;
-    if (this.#closing || this.spec.kind !== 'stdio') {
+    if (this.#closing) {
       this.#down = this.#failure(`upstream ${this.name} connection closed`);
       return;
     }
     if (Date.now() - this.#startedAt > this.#restart.stableAfterMs) this.#restarts = 0;
-    this.#down = this.#failure(`upstream ${this.name} exited`);
+    const lost = this.#lostBecause;
+    this.#lostBecause = undefined;
+    this.#down = this.#failure(
+      this.spec.kind === 'stdio'
+        ? `upstream ${this.name} exited`
+        : `upstream ${this.name} connection lost${lost ? `: ${lost}` : ''}`,
+    );
     if (this.#restarts >= this.#restart.maxRestarts) return;
     const delay = Math.min(
       this.#restart.initialDelayMs * this.#restart.factor ** this.#restarts,
