@@ -170,23 +170,28 @@ export class Enforcement {
     context: ToolCallContext,
   ): Promise<CallToolResult> {
     const described = context.tool;
+    const down = context.unavailable;
     // The upstream listed no such tool: a protocol error naming the tool as the client called it,
     // rather than an execution failure quoting the upstream's un-namespaced name.
-    if (!described) {
+    if (!described && !down) {
       const called = this.#called(config, params.name);
       throw new EnvelopeError('NOT_FOUND', `Unknown tool: ${called}`, {
         tool: called,
         upstream: config.name,
       });
     }
-    const tool: PipelineTool = {
-      name: params.name,
-      title: described.title,
-      // The record names the tool's own server version, not the gateway's.
-      ...(context.serverInfo?.version ? { version: context.serverInfo.version } : {}),
-      inputSchema: described.inputSchema as Record<string, unknown>,
-      outputSchema: described.outputSchema as Record<string, unknown> | undefined,
-    };
+    // An upstream that is down cannot describe its tool, but the call is still answered through
+    // the pipeline (gate, envelope, log line), with why it is down as the failed execution.
+    const tool: PipelineTool = described
+      ? {
+          name: params.name,
+          title: described.title,
+          // The record names the tool's own server version, not the gateway's.
+          ...(context.serverInfo?.version ? { version: context.serverInfo.version } : {}),
+          inputSchema: described.inputSchema as Record<string, unknown>,
+          outputSchema: described.outputSchema as Record<string, unknown> | undefined,
+        }
+      : { name: params.name };
     // Provenance switched off for this upstream: the caller's opt-in is not honoured,
     // but its _meta (progress tokens and the like) still reaches the upstream.
     const meta = config.provenance.enabled ? withProvenanceDefaults(params._meta, config) : undefined;
@@ -196,7 +201,9 @@ export class Enforcement {
       ...(tier === undefined ? {} : { tier }),
       arguments: params.arguments,
       meta,
-      invoke: (args) => invokeUpstream({ ...params, arguments: args }),
+      invoke: described
+        ? (args) => invokeUpstream({ ...params, arguments: args })
+        : () => Promise.reject(down),
       signal: context.signal,
     });
   }

@@ -115,6 +115,7 @@ export async function startGateway(
     outputSchemaFor: (_tool, upstream) => enforcement.outputSchemaFor(upstream),
     serverInfo:
       config.upstreams.length > 1 ? { name: 'mcp-envelope-gateway', version: GATEWAY_VERSION } : undefined,
+    report,
   });
 
   let http: HttpGateway | undefined;

@@ -131,6 +131,9 @@ export class Upstream {
   #startedAt = 0;
   #lastExit: { code: number | null; signal: string | null } | undefined;
   #down: EnvelopeError | undefined;
+  /** Set while the latest attempt to start (or reconnect) failed: calls fail at once, not at their timeout. */
+  #startFailure: EnvelopeError | undefined;
+  readonly #recoveryListeners = new Set<() => void>();
   #restartTimer: NodeJS.Timeout | undefined;
   /** Why an HTTP connection was given up, for the failure the calls in flight get. */
   #lostBecause: string | undefined;
@@ -171,6 +174,22 @@ export class Upstream {
 
   get instructions(): string | undefined {
     return this.#client?.getInstructions();
+  }
+
+  /** Connected and serving; false while it is down, restarting or reconnecting. */
+  get available(): boolean {
+    return !this.#closing && !this.#down && this.#client !== undefined;
+  }
+
+  /** Why the upstream is down, while it is. */
+  get failure(): EnvelopeError | undefined {
+    return this.#down;
+  }
+
+  /** Calls `listener` each time the upstream serves again after being down; returns the unsubscribe. */
+  onRecovered(listener: () => void): () => void {
+    this.#recoveryListeners.add(listener);
+    return () => this.#recoveryListeners.delete(listener);
   }
 
   get pid(): number | undefined {
@@ -219,12 +238,20 @@ export class Upstream {
       await client.connect(transport, { timeout: this.#options.startTimeoutMs ?? 15_000 });
     } catch (error) {
       const what = this.spec.kind === 'stdio' ? 'did not start' : 'could not connect';
-      const failure = this.#failure(`upstream ${this.name} ${what}: ${errorText(error)}`, error);
+      // A child that exited during startup: its exit says more than the closed connection.
+      const exit = transport instanceof ChildProcessTransport ? transport.exit : undefined;
+      const reason = exit
+        ? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`
+        : errorText(error);
+      const failure = this.#failure(`upstream ${this.name} ${what}: ${reason}`, error);
       // A server that never answered initialize is still running: end it.
       await client.close().catch(() => {});
+      // The close handler has scheduled the next attempt; until it succeeds, this is why it is down.
+      if (this.#client === client) this.#down = this.#startFailure = failure;
       throw failure;
     }
     this.#down = undefined;
+    this.#startFailure = undefined;
   }
 
   #makeTransport(): Transport {
@@ -304,7 +331,10 @@ export class Upstream {
       this.#restartTimer = undefined;
       if (this.#closing) return settle();
       this.#start()
-        .then(() => this.#hooks?.onRestart?.())
+        .then(() => {
+          this.#hooks?.onRestart?.();
+          for (const listener of this.#recoveryListeners) listener();
+        })
         .catch(() => {
           // #start already recorded why; the close handler schedules the next attempt.
         })
@@ -328,6 +358,7 @@ export class Upstream {
   async #liveClient(deadline: number): Promise<Client> {
     for (let attempt = 0; attempt < 3; attempt++) {
       if (this.#closing) throw this.#failure(`upstream ${this.name} is shut down`);
+      if (this.#startFailure) throw this.#startFailure;
       const ready = this.#ready;
       if (!ready) throw this.#failure(`upstream ${this.name} is not connected`);
       const remaining = deadline - Date.now();
@@ -383,6 +414,21 @@ export class Upstream {
       throw error;
     });
     return (await this.#tools).get(name);
+  }
+
+  /**
+   * The tool's description for a call, or why this upstream is down: a call to
+   * an upstream that is down must still be answered (an ADAPTER.EXECUTION.FAILED
+   * envelope in envelope mode), not refused as a protocol error.
+   */
+  async describeForCall(name: string): Promise<{ tool?: Tool; unavailable?: UpstreamFailure }> {
+    try {
+      const tool = await this.describeTool(name);
+      return tool ? { tool } : {};
+    } catch (error) {
+      if (error instanceof UpstreamFailure) return { unavailable: error };
+      throw error;
+    }
   }
 
   async #listTools(): Promise<Map<string, Tool>> {
