@@ -153,9 +153,14 @@ describe('over HTTP, with two of three upstreams unable to start', () => {
 });
 
 describe('over stdio, with one of two upstreams unable to start', () => {
-  it('starts, and serves the upstream that did', async () => {
-    const paths = degradedConfig(blockerFile('stdio'), 2);
+  it('starts, serves the upstream that did, and announces the other when it is back', async () => {
+    const blocker = blockerFile('stdio');
+    const paths = degradedConfig(blocker, 2);
     const client = new Client({ name: 'degraded-stdio', version: '1.0.0' });
+    let changed = 0;
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
+      changed++;
+    });
     await client.connect(
       new StdioClientTransport({
         command: NODE,
@@ -170,6 +175,12 @@ describe('over stdio, with one of two upstreams unable to start', () => {
       expect(names.some((name) => name.startsWith('beta__'))).toBe(false);
       const beta = await client.callTool({ name: 'beta__echo', arguments: { text: 'x' } });
       expect(envelopeOf(beta).errors?.[0]?.code).toBe('ADAPTER.EXECUTION.FAILED');
+
+      rmSync(blocker);
+      await until(() => changed > 0, 'tools/list_changed');
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('beta__echo');
+      const back = await client.callTool({ name: 'beta__echo', arguments: { text: 'back' } });
+      expect(envelopeOf(back).result).toEqual({ text: 'back' });
     } finally {
       await client.close();
     }
