@@ -1,7 +1,8 @@
 /**
  * The call log: one JSON line per tools/call, written by pino to
  * `<dir>/<server>/<YYYY-MM-DD>/<name>-<run id>.jsonl`, with
- * `<dir>/<server>/<name>.latest.jsonl` a symlink to the newest file.
+ * `<dir>/<server>/<name>.latest.jsonl` a symlink to the newest file. The date is
+ * the UTC day of the line: at midnight the log moves on to a new date folder.
  *
  * Lines carry digests of the arguments and of the result (SHA-256 over RFC 8785
  * canonical JSON), never the raw arguments unless the configuration asks for
@@ -34,6 +35,8 @@ export interface CallLogEntry {
   transport: CallTransport;
   /** The HTTP route, or null over stdio. */
   route: string | null;
+  /** The caller's tier, present only when a bearer token authenticated the caller. */
+  tier?: string;
   /** `sha256:<hex>` of the canonical arguments; null when the call had none. */
   argumentsDigest: string | null;
   /** `sha256:<hex>` of the canonical result sent back; null when there was none. */
@@ -55,6 +58,8 @@ export interface CallRecordInput {
   durationMs: number;
   transport: CallTransport;
   route?: string | null;
+  /** The tier of an authenticated caller; unauthenticated calls (stdio) have none. */
+  tier?: string;
   arguments?: unknown;
   result?: unknown;
 }
@@ -112,15 +117,23 @@ function digestOf(value: unknown): string | null {
   }
 }
 
+type Destination = pino.DestinationStream & NodeJS.EventEmitter & { end(): void };
+
+/** The UTC day of an ISO timestamp: the name of its date folder. */
+function dayOf(ts: string): string {
+  return ts.slice(0, 10);
+}
+
 export class CallLog {
-  /** Absolute path of the file this log writes. */
-  readonly file: string;
   /** Absolute path of the `<name>.latest.jsonl` symlink. */
   readonly latest: string;
-  private readonly logger: pino.Logger;
-  private readonly destination: pino.DestinationStream & NodeJS.EventEmitter & { end(): void };
+  private readonly serverDir: string;
+  private readonly fileName: string;
   private readonly includeArguments: boolean;
   private readonly now: () => Date;
+  private current: { day: string; file: string; destination: Destination; logger: pino.Logger };
+  /** Files of earlier days being flushed and closed; close() waits for them too. */
+  private readonly retired: Promise<void>[] = [];
   private closed = false;
   /** The ts of the line being written, handed to pino's timestamp hook. */
   private lineTs = '';
@@ -133,15 +146,23 @@ export class CallLog {
     assertSegment('run id', runId);
     this.now = options.now ?? (() => new Date());
     this.includeArguments = options.includeArguments ?? false;
+    this.serverDir = join(options.dir, options.server);
+    this.fileName = `${name}-${runId}.jsonl`;
+    this.latest = join(this.serverDir, `${name}.latest.jsonl`);
+    this.current = this.open(dayOf(this.now().toISOString()));
+  }
 
-    const serverDir = join(options.dir, options.server);
-    const dayDir = join(serverDir, this.now().toISOString().slice(0, 10));
+  /** Absolute path of the file this log writes now: a new one in a new date folder after UTC midnight. */
+  get file(): string {
+    return this.current.file;
+  }
+
+  private open(day: string): CallLog['current'] {
+    const dayDir = join(this.serverDir, day);
     mkdirSync(dayDir, { recursive: true });
-    this.file = join(dayDir, `${name}-${runId}.jsonl`);
-    this.latest = join(serverDir, `${name}.latest.jsonl`);
-
-    this.destination = pino.destination({ dest: this.file, sync: false, append: true });
-    this.logger = pino(
+    const file = join(dayDir, this.fileName);
+    const destination = pino.destination({ dest: file, sync: false, append: true }) as Destination;
+    const logger = pino(
       {
         base: null,
         // pino writes the timestamp hook first; with the level suppressed the hook must
@@ -149,9 +170,20 @@ export class CallLog {
         timestamp: () => `"ts":${JSON.stringify(this.lineTs)}`,
         formatters: { level: () => ({}) },
       },
-      this.destination,
+      destination,
     );
-    pointLatest(this.latest, relative(serverDir, this.file));
+    pointLatest(this.latest, relative(this.serverDir, file));
+    return { day, file, destination, logger };
+  }
+
+  /**
+   * The first line of a new UTC day goes to a new file under that day's folder.
+   * The old file is ended, not dropped: what it still buffers is flushed before it closes.
+   */
+  private rollTo(day: string): void {
+    const previous = this.current;
+    this.current = this.open(day);
+    this.retired.push(endDestination(previous.destination));
   }
 
   /** Writes one line; returns the entry as written. */
@@ -170,24 +202,33 @@ export class CallLog {
       durationMs: call.durationMs,
       transport: call.transport,
       route: call.route ?? null,
+      // Absent rather than null for unauthenticated callers, so stdio lines keep their shape.
+      ...(call.tier === undefined ? {} : { tier: call.tier }),
       argumentsDigest: digestOf(call.arguments),
       resultDigest: digestOf(call.result),
     };
     if (this.includeArguments && call.arguments !== undefined) entry.arguments = call.arguments;
     const { ts, ...rest } = entry;
+    // The line's own timestamp picks its file, so a line always sits under the day it carries.
+    if (dayOf(ts) !== this.current.day) this.rollTo(dayOf(ts));
     this.lineTs = ts;
-    this.logger.info(rest);
+    this.current.logger.info(rest);
     return entry;
   }
 
-  /** Flushes every buffered line to disk and closes the file. */
+  /** Flushes every buffered line to disk and closes the files. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const closed = once(this.destination, 'close');
-    this.destination.end();
-    await closed;
+    await Promise.all([...this.retired, endDestination(this.current.destination)]);
   }
+}
+
+/** Ends a pino destination and resolves once its file is closed, everything buffered written. */
+function endDestination(destination: Destination): Promise<void> {
+  const closed = once(destination, 'close').then(() => {});
+  destination.end();
+  return closed;
 }
 
 /** Repoints the symlink atomically: a new link under a temporary name, renamed over the old. */

@@ -12,6 +12,15 @@ import { EnvelopeError, isEnvelopeError } from '../errors/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
 import schema from '../schemas/data/gateway.config.schema.json' with { type: 'json' };
 import { defaultRegistry, type SchemaIssue } from '../schemas/index.ts';
+import {
+  type GatewayTiers,
+  type RawGatewayTiers,
+  type RawUpstreamTiers,
+  resolveTiers,
+  type ToolTier,
+} from './tiers-config.ts';
+
+export type { GatewayTiers, ToolTier } from './tiers-config.ts';
 
 export const GATEWAY_CONFIG_SCHEMA_ID = 'mcp-envelope.gateway.config.v1';
 export const GATEWAY_CONFIG_SCHEMA = schema as Record<string, unknown> & { $id: string };
@@ -52,6 +61,8 @@ export interface UpstreamConfig {
   validation: { input: ValidationMode; output: ValidationMode; invalidInput: 'result' | 'jsonrpc-error' };
   provenance: { enabled: boolean; mode: 'minimal' | 'full'; captureArtifacts: boolean };
   timeouts: { callMs: number; startMs: number; tools: Record<string, number> };
+  /** Tool (its own name) → the lowest tier that may call it; empty when nothing is gated. */
+  tiers: { tools: Record<string, ToolTier> };
   restart: {
     enabled: boolean;
     initialDelayMs: number;
@@ -84,6 +95,8 @@ export interface GatewayConfig {
   upstreams: UpstreamConfig[];
   listen: { stdio: boolean; http: HttpListenConfig | undefined };
   auth: { required: boolean; tokens: AuthToken[] };
+  /** The tier order and the tier of unauthenticated callers; undefined when no tiers section is given. */
+  tiers: GatewayTiers | undefined;
   ledger: { enabled: boolean; path: string };
   logs: { enabled: boolean; dir: string; includeArguments: boolean };
   ids: { seed: string | undefined };
@@ -157,6 +170,11 @@ export function resolveGatewayConfig(
     names.add(upstream.name);
     return resolveUpstream(upstream, index, baseDir, env);
   });
+  const tiers = resolveTiers(
+    { tiers: raw.tiers, upstreams: raw.upstreams, tokens: raw.auth?.tokens ?? [] },
+    options.file,
+  );
+  for (const upstream of upstreams) upstream.tiers.tools = tiers.tools.get(upstream.name) ?? {};
 
   const tokens: AuthToken[] = [];
   (raw.auth?.tokens ?? []).forEach((entry, index) => {
@@ -193,6 +211,7 @@ export function resolveGatewayConfig(
     upstreams,
     listen: { stdio: raw.listen?.stdio ?? true, http: listenHttp },
     auth: { required: raw.auth?.required ?? tokens.length > 0, tokens },
+    tiers: tiers.gateway,
     ledger: { enabled: raw.ledger?.enabled ?? true, path: at(raw.ledger?.path ?? 'data/ledger.sqlite') },
     logs: {
       enabled: raw.logs?.enabled ?? true,
@@ -266,6 +285,8 @@ function resolveUpstream(
       startMs: upstream.timeouts?.startMs ?? 15_000,
       tools: upstream.timeouts?.tools ?? {},
     },
+    // Filled in by resolveTiers, which sees every upstream at once.
+    tiers: { tools: {} },
     restart,
   };
 }
@@ -324,6 +345,9 @@ function oneOfHint(issue: SchemaIssue): string {
   if (issue.keyword !== 'oneOf') return issue.message;
   if (/^\/upstreams\/\d+$/.test(issue.pointer)) return 'must have exactly one of "stdio" or "url"';
   if (/^\/auth\/tokens\/\d+$/.test(issue.pointer)) return 'must have exactly one of "token" or "tokenEnv"';
+  if (/^(\/upstreams\/\d+)?\/tiers\/tools\/[^/]+$/.test(issue.pointer)) {
+    return 'must be a tier name (lower case: [a-z][a-z0-9_-]*) or an object {"tier", "reason"}';
+  }
   return issue.message;
 }
 
@@ -340,6 +364,7 @@ interface RawUpstream {
   validation?: { input?: ValidationMode; output?: ValidationMode; invalidInput?: 'result' | 'jsonrpc-error' };
   provenance?: { enabled?: boolean; mode?: 'minimal' | 'full'; captureArtifacts?: boolean };
   timeouts?: { callMs?: number; startMs?: number; tools?: Record<string, number> };
+  tiers?: RawUpstreamTiers;
   restart?: {
     enabled?: boolean;
     initialDelayMs?: number;
@@ -356,6 +381,7 @@ interface RawConfig {
     required?: boolean;
     tokens?: Array<{ name?: string; token?: string; tokenEnv?: string; tier: string; optional?: boolean }>;
   };
+  tiers?: RawGatewayTiers;
   ledger?: { enabled?: boolean; path?: string };
   logs?: { enabled?: boolean; dir?: string; includeArguments?: boolean };
   ids?: { seed?: string };

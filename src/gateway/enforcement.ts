@@ -1,12 +1,13 @@
 import { performance } from 'node:perf_hooks';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
+import { FeatureGate } from '../envelope/tiers.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import type { IdSource } from '../ids/index.ts';
 import type { Ledger } from '../ledger/index.ts';
-import { createPipeline, type Pipeline, type PipelineTool } from '../mcp/pipeline.ts';
+import { createPipeline, type Pipeline, type PipelineOptions, type PipelineTool } from '../mcp/pipeline.ts';
 import { readToolResult } from '../mcp/read-tool-result.ts';
 import type { CallLog, CallTransport } from './call-log.ts';
-import type { UpstreamConfig } from './config.ts';
+import type { GatewayTiers, UpstreamConfig } from './config.ts';
 import {
   type CallToolParams,
   NAMESPACE_SEPARATOR,
@@ -27,6 +28,8 @@ export interface EnforcementOptions {
   ids: IdSource;
   ledger?: Ledger;
   callLog?: CallLog;
+  /** The tier order and the anonymous tier; with it, each upstream's tier rules gate its tools. */
+  tiers?: GatewayTiers;
   /** Version recorded in provenance as the gateway's. */
   version: string;
   /** Where failures of the log or the ledger are reported; they never fail a call. */
@@ -45,6 +48,8 @@ interface CallFacts {
   dialect: string;
   transport: CallTransport;
   route: string | null;
+  /** The authenticated caller's tier, when a bearer token gave one. */
+  tier: string | undefined;
   startedAt: number;
 }
 
@@ -56,6 +61,12 @@ function withProvenanceDefaults(meta: Record<string, unknown> | undefined, confi
     capture_artifacts: config.provenance.captureArtifacts,
     ...meta,
   };
+}
+
+/** The tier a bearer token gave the caller; undefined for callers no token authenticated. */
+function tierOf(context: ToolCallContext): string | undefined {
+  const tier = context.authInfo?.extra?.tier;
+  return typeof tier === 'string' ? tier : undefined;
 }
 
 function errorCodeOf(error: unknown): string {
@@ -80,6 +91,7 @@ export class Enforcement {
               ids: options.ids,
               server: { name: config.name, version: options.version },
               adapter: 'mcp-envelope-gateway',
+              ...(options.tiers ? this.#tierGate(config, options.tiers) : {}),
               onRecord: (record, context) => {
                 try {
                   options.ledger?.insert(record, { tool: context.tool, upstream: config.name });
@@ -90,6 +102,33 @@ export class Enforcement {
             });
       this.#routes.set(config.name, { config, pipeline });
     }
+  }
+
+  /** A tool's name as clients call it: namespaced when the gateway fronts several upstreams. */
+  #called(config: UpstreamConfig, name: string): string {
+    return this.#options.upstreams.length > 1 ? `${config.name}${NAMESPACE_SEPARATOR}${name}` : name;
+  }
+
+  /**
+   * The pipeline's tier gate for one upstream. Rules are keyed by the name clients
+   * call, so upgrade hints name the tool as the caller knows it; callers no token
+   * authenticated are the configured anonymous tier.
+   */
+  #tierGate(
+    config: UpstreamConfig,
+    tiers: GatewayTiers,
+  ): Pick<PipelineOptions, 'gate' | 'tier' | 'featuresOf'> {
+    const features: Record<string, string> = {};
+    const reasons: Record<string, string> = {};
+    for (const [tool, rule] of Object.entries(config.tiers.tools)) {
+      features[this.#called(config, tool)] = rule.tier;
+      if (rule.reason !== undefined) reasons[this.#called(config, tool)] = rule.reason;
+    }
+    return {
+      gate: new FeatureGate({ tiers: tiers.order, features, reasons }),
+      tier: tiers.anonymous,
+      featuresOf: (tool) => [this.#called(config, tool.name)],
+    };
   }
 
   /** The outputSchema to advertise for a tool of this upstream, or undefined to keep the tool's own. */
@@ -107,6 +146,7 @@ export class Enforcement {
         dialect: target?.config.dialect ?? 'passthrough',
         transport,
         route,
+        tier: tierOf(context),
         startedAt: performance.now(),
       };
       try {
@@ -130,36 +170,40 @@ export class Enforcement {
     context: ToolCallContext,
   ): Promise<CallToolResult> {
     const described = context.tool;
+    const down = context.unavailable;
     // The upstream listed no such tool: a protocol error naming the tool as the client called it,
     // rather than an execution failure quoting the upstream's un-namespaced name.
-    if (!described) {
-      const called =
-        this.#options.upstreams.length > 1
-          ? `${config.name}${NAMESPACE_SEPARATOR}${params.name}`
-          : params.name;
+    if (!described && !down) {
+      const called = this.#called(config, params.name);
       throw new EnvelopeError('NOT_FOUND', `Unknown tool: ${called}`, {
         tool: called,
         upstream: config.name,
       });
     }
-    const tool: PipelineTool = {
-      name: params.name,
-      title: described.title,
-      // The record names the tool's own server version, not the gateway's.
-      ...(context.serverInfo?.version ? { version: context.serverInfo.version } : {}),
-      inputSchema: described.inputSchema as Record<string, unknown>,
-      outputSchema: described.outputSchema as Record<string, unknown> | undefined,
-    };
+    // An upstream that is down cannot describe its tool, but the call is still answered through
+    // the pipeline (gate, envelope, log line), with why it is down as the failed execution.
+    const tool: PipelineTool = described
+      ? {
+          name: params.name,
+          title: described.title,
+          // The record names the tool's own server version, not the gateway's.
+          ...(context.serverInfo?.version ? { version: context.serverInfo.version } : {}),
+          inputSchema: described.inputSchema as Record<string, unknown>,
+          outputSchema: described.outputSchema as Record<string, unknown> | undefined,
+        }
+      : { name: params.name };
     // Provenance switched off for this upstream: the caller's opt-in is not honoured,
     // but its _meta (progress tokens and the like) still reaches the upstream.
     const meta = config.provenance.enabled ? withProvenanceDefaults(params._meta, config) : undefined;
-    const tier = context.authInfo?.extra?.tier;
+    const tier = tierOf(context);
     return pipeline.callTool({
       tool,
-      ...(typeof tier === 'string' ? { tier } : {}),
+      ...(tier === undefined ? {} : { tier }),
       arguments: params.arguments,
       meta,
-      invoke: (args) => invokeUpstream({ ...params, arguments: args }),
+      invoke: described
+        ? (args) => invokeUpstream({ ...params, arguments: args })
+        : () => Promise.reject(down),
       signal: context.signal,
     });
   }
@@ -187,6 +231,7 @@ export class Enforcement {
         durationMs: Math.round((performance.now() - facts.startedAt) * 1000) / 1000,
         transport: facts.transport,
         route: facts.route,
+        ...(facts.tier === undefined ? {} : { tier: facts.tier }),
         arguments: facts.params.arguments,
         result,
       });

@@ -34,6 +34,8 @@ export interface ToolCallContext {
   authInfo?: AuthInfo;
   /** The upstream server's own name and version (from its initialize), for provenance. */
   serverInfo?: Implementation;
+  /** Why the upstream cannot serve the call, when it is down (the tool is then unknown). */
+  unavailable?: EnvelopeError;
 }
 
 /**
@@ -53,6 +55,8 @@ export interface RelayOptions {
   /** In envelope mode: the output schema advertised for a tool instead of its own. */
   outputSchemaFor?: (tool: Tool, upstream: string) => Tool['outputSchema'] | undefined;
   serverInfo?: Implementation;
+  /** What to advertise instead of the upstreams' own capabilities (some were down; see availability.ts). */
+  capabilities?: ServerCapabilities;
   /**
    * Whether upstream notifications and server-to-client requests come to this
    * relay (default true). A per-request relay over shared upstreams says false,
@@ -85,7 +89,9 @@ function notFound(message: string): ProtocolError {
   return new ProtocolError(rpc.code, rpc.message, rpc.data);
 }
 
-function mergeCapabilities(upstreams: readonly Upstream[]): ServerCapabilities {
+export function mergeCapabilities(
+  upstreams: readonly { capabilities: ServerCapabilities }[],
+): ServerCapabilities {
   const merged: ServerCapabilities = {};
   for (const upstream of upstreams) {
     const caps = upstream.capabilities;
@@ -128,7 +134,7 @@ export class Relay {
     const single = upstreams.length === 1 ? upstreams[0] : undefined;
     const info = options.serverInfo ??
       single?.serverInfo ?? { name: 'mcp-envelope-gateway', version: '0.1.0' };
-    const capabilities = mergeCapabilities(upstreams);
+    const capabilities = options.capabilities ?? mergeCapabilities(upstreams);
     this.server = new Server(info, { capabilities, instructions: single?.instructions });
     this.#registerHandlers(capabilities);
     if (options.attachToUpstreams === false) return;
@@ -218,6 +224,8 @@ export class Relay {
     }
     const all: Record<string, unknown>[] = [];
     for (const upstream of this.#upstreams) {
+      // An upstream that is down has nothing to list; list_changed announces it when it is back.
+      if (!upstream.available) continue;
       let cursor: string | undefined;
       for (let page = 0; page < MAX_PAGES; page++) {
         const result = await this.#forward(upstream, method, cursor ? { cursor } : undefined, ctx);
@@ -266,11 +274,11 @@ export class Relay {
               { ...params, ...call, name },
               ctx,
             )) as CallToolResult;
-          const tool = handler === passthroughToolCalls ? undefined : await upstream.describeTool(name);
+          const described = handler === passthroughToolCalls ? {} : await upstream.describeForCall(name);
           return handler({ ...(params as CallToolParams), name }, invoke, {
             upstream: upstream.name,
             signal: ctx.mcpReq.signal,
-            ...(tool ? { tool } : {}),
+            ...described,
             ...(ctx.http?.authInfo ? { authInfo: ctx.http.authInfo } : {}),
             ...(upstream.serverInfo ? { serverInfo: upstream.serverInfo } : {}),
           });
@@ -336,7 +344,7 @@ export class Relay {
         'logging/setLevel',
         this.#handle(async (params, ctx) => {
           for (const upstream of this.#upstreams)
-            await this.#forward(upstream, 'logging/setLevel', params, ctx);
+            if (upstream.available) await this.#forward(upstream, 'logging/setLevel', params, ctx);
           return {};
         }),
       );

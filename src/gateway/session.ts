@@ -1,9 +1,12 @@
+import { advertisedCapabilities, announceRecovery, rememberCapabilities } from './availability.ts';
 import { Relay, type RelayOptions } from './relay.ts';
 import { type ConfiguredUpstream, Upstream, type UpstreamOptions } from './upstream.ts';
 
 export interface GatewayOptions extends RelayOptions {
   upstreams: readonly ConfiguredUpstream[];
   upstream?: UpstreamOptions;
+  /** Where messages about upstreams go: one down when a session opens, one back (never stdout). */
+  report?: (message: string) => void;
 }
 
 /** One downstream session: its own upstream connections and the relay between them. */
@@ -16,19 +19,36 @@ export interface GatewaySession {
 /**
  * Connects the upstreams, then builds the relay whose capabilities mirror theirs.
  * Each session owns its upstreams, so server-to-client requests, subscriptions
- * and log levels never cross between downstream clients.
+ * and log levels never cross between downstream clients. The session opens as
+ * long as one upstream started; the others retry in the background and are
+ * served once they are back (availability.ts). When none started, it fails.
  */
 export async function openSession(options: GatewayOptions): Promise<GatewaySession> {
   const upstreams = options.upstreams.map(
     ({ options: own, ...spec }) => new Upstream(spec, { ...options.upstream, ...own }),
   );
-  try {
-    await Promise.all(upstreams.map((upstream) => upstream.connect()));
-  } catch (error) {
+  const started = await Promise.allSettled(upstreams.map((upstream) => upstream.connect()));
+  const failures = started.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason] : []));
+  if (failures.length === upstreams.length) {
     await Promise.all(upstreams.map((upstream) => upstream.close()));
-    throw error;
+    throw failures[0];
   }
-  const relay = new Relay(upstreams, options);
+  for (const upstream of upstreams) rememberCapabilities(options, upstream);
+  const capabilities = advertisedCapabilities(options, upstreams);
+  const relay = new Relay(upstreams, { ...options, capabilities });
+  for (const upstream of upstreams) {
+    let reported = false;
+    if (!upstream.available) {
+      reported = true;
+      options.report?.(`${describeDown(upstream)}; serving without it and retrying in the background`);
+    }
+    upstream.onRecovered(() => {
+      if (reported) options.report?.(`upstream ${upstream.name} is back`);
+      reported = false;
+      rememberCapabilities(options, upstream);
+      void announceRecovery(relay.server, capabilities, upstream);
+    });
+  }
   let closed: Promise<void> | undefined;
   return {
     relay,
@@ -41,4 +61,12 @@ export async function openSession(options: GatewayOptions): Promise<GatewaySessi
       return closed;
     },
   };
+}
+
+/** Why an upstream is down, on one line: the failure and the last line its process wrote on stderr. */
+function describeDown(upstream: Upstream): string {
+  const failure = upstream.failure;
+  const stderr = typeof failure?.details?.stderr === 'string' ? failure.details.stderr : '';
+  const last = stderr.trim().split('\n').at(-1)?.trim();
+  return `${failure?.message ?? `upstream ${upstream.name} is down`}${last ? ` (stderr: ${last})` : ''}`;
 }

@@ -99,6 +99,7 @@ export async function startGateway(
     : undefined;
   const enforcement = new Enforcement({
     upstreams: config.upstreams,
+    ...(config.tiers ? { tiers: config.tiers } : {}),
     ids: createIdSource(config.ids.seed),
     ledger,
     callLog,
@@ -114,6 +115,7 @@ export async function startGateway(
     outputSchemaFor: (_tool, upstream) => enforcement.outputSchemaFor(upstream),
     serverInfo:
       config.upstreams.length > 1 ? { name: 'mcp-envelope-gateway', version: GATEWAY_VERSION } : undefined,
+    report,
   });
 
   let http: HttpGateway | undefined;

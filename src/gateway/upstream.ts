@@ -18,6 +18,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { EnvelopeError } from '../errors/index.ts';
 import { ChildProcessTransport, StderrRing } from './child-transport.ts';
+import { connectionVerdict, lossReason } from './connection-loss.ts';
 
 export type UpstreamSpec =
   | {
@@ -111,9 +112,10 @@ const SERVER_TO_CLIENT_METHODS = ['sampling/createMessage', 'elicitation/create'
 
 /**
  * One upstream MCP server: a stdio child (restarted with bounded backoff when it
- * crashes) or a Streamable HTTP URL. Every request is bounded by a timeout; a
- * crash fails the calls in flight at once with ADAPTER.EXECUTION.FAILED carrying
- * the exit code and a stderr excerpt.
+ * crashes) or a Streamable HTTP URL (reconnected with the same backoff when the
+ * connection drops). Every request is bounded by a timeout; a crash or a drop
+ * fails the calls in flight at once with ADAPTER.EXECUTION.FAILED, carrying the
+ * exit code and a stderr excerpt for a child.
  */
 export class Upstream {
   readonly spec: UpstreamSpec;
@@ -129,7 +131,13 @@ export class Upstream {
   #startedAt = 0;
   #lastExit: { code: number | null; signal: string | null } | undefined;
   #down: EnvelopeError | undefined;
+  /** Set while the latest attempt to start (or reconnect) failed: calls fail at once, not at their timeout. */
+  #startFailure: EnvelopeError | undefined;
+  readonly #recoveryListeners = new Set<() => void>();
   #restartTimer: NodeJS.Timeout | undefined;
+  /** Why an HTTP connection was given up, for the failure the calls in flight get. */
+  #lostBecause: string | undefined;
+  #probing = false;
   #tools: Promise<Map<string, Tool>> | undefined;
   /** How many times the process was (re)started; tests and logs read it. */
   generation = 0;
@@ -168,6 +176,22 @@ export class Upstream {
     return this.#client?.getInstructions();
   }
 
+  /** Connected and serving; false while it is down, restarting or reconnecting. */
+  get available(): boolean {
+    return !this.#closing && !this.#down && this.#client !== undefined;
+  }
+
+  /** Why the upstream is down, while it is. */
+  get failure(): EnvelopeError | undefined {
+    return this.#down;
+  }
+
+  /** Calls `listener` each time the upstream serves again after being down; returns the unsubscribe. */
+  onRecovered(listener: () => void): () => void {
+    this.#recoveryListeners.add(listener);
+    return () => this.#recoveryListeners.delete(listener);
+  }
+
   get pid(): number | undefined {
     return this.#transport instanceof ChildProcessTransport ? this.#transport.pid : undefined;
   }
@@ -197,7 +221,14 @@ export class Upstream {
       await this.#hooks?.onNotification(notification);
     };
     const transport = this.#makeTransport();
-    transport.onclose = () => this.#onTransportClosed(client, transport);
+    // The HTTP transport calls onclose on every close(); one end is handled once.
+    let ended = false;
+    transport.onclose = () => {
+      if (ended) return;
+      ended = true;
+      this.#onTransportClosed(client, transport);
+    };
+    if (this.spec.kind === 'http') client.onerror = (error) => this.#onHttpError(client, error);
     this.#client = client;
     this.#transport = transport;
     this.#tools = undefined;
@@ -206,12 +237,21 @@ export class Upstream {
     try {
       await client.connect(transport, { timeout: this.#options.startTimeoutMs ?? 15_000 });
     } catch (error) {
-      const failure = this.#failure(`upstream ${this.name} did not start: ${errorText(error)}`, error);
+      const what = this.spec.kind === 'stdio' ? 'did not start' : 'could not connect';
+      // A child that exited during startup: its exit says more than the closed connection.
+      const exit = transport instanceof ChildProcessTransport ? transport.exit : undefined;
+      const reason = exit
+        ? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`
+        : errorText(error);
+      const failure = this.#failure(`upstream ${this.name} ${what}: ${reason}`, error);
       // A server that never answered initialize is still running: end it.
       await client.close().catch(() => {});
+      // The close handler has scheduled the next attempt; until it succeeds, this is why it is down.
+      if (this.#client === client) this.#down = this.#startFailure = failure;
       throw failure;
     }
     this.#down = undefined;
+    this.#startFailure = undefined;
   }
 
   #makeTransport(): Transport {
@@ -236,15 +276,47 @@ export class Upstream {
     return this.#hooks.onRequest(request, ctx);
   }
 
+  /**
+   * The HTTP transport reports a dropped connection without closing: close it
+   * here, so the calls in flight fail now and the reconnection below starts.
+   */
+  #onHttpError(client: Client, error: unknown): void {
+    if (this.#client !== client || this.#down || this.#closing) return;
+    const verdict = connectionVerdict(error);
+    if (verdict === 'lost') this.#lose(client, lossReason(error));
+    else if (verdict === 'suspect' && !this.#probing) {
+      // One broken stream may be just that stream: the server decides by answering a ping.
+      this.#probing = true;
+      client
+        .ping({ timeout: this.#options.startTimeoutMs ?? 15_000 })
+        .catch(() => this.#lose(client, lossReason(error)))
+        .finally(() => {
+          this.#probing = false;
+        });
+    }
+  }
+
+  #lose(client: Client, reason: string): void {
+    if (this.#client !== client || this.#down || this.#closing) return;
+    this.#lostBecause = reason;
+    void client.close().catch(() => {});
+  }
+
   #onTransportClosed(client: Client, transport: Transport): void {
     if (this.#client !== client) return;
     if (transport instanceof ChildProcessTransport) this.#lastExit = transport.exit ?? this.#lastExit;
-    if (this.#closing || this.spec.kind !== 'stdio') {
+    if (this.#closing) {
       this.#down = this.#failure(`upstream ${this.name} connection closed`);
       return;
     }
     if (Date.now() - this.#startedAt > this.#restart.stableAfterMs) this.#restarts = 0;
-    this.#down = this.#failure(`upstream ${this.name} exited`);
+    const lost = this.#lostBecause;
+    this.#lostBecause = undefined;
+    this.#down = this.#failure(
+      this.spec.kind === 'stdio'
+        ? `upstream ${this.name} exited`
+        : `upstream ${this.name} connection lost${lost ? `: ${lost}` : ''}`,
+    );
     if (this.#restarts >= this.#restart.maxRestarts) return;
     const delay = Math.min(
       this.#restart.initialDelayMs * this.#restart.factor ** this.#restarts,
@@ -259,7 +331,10 @@ export class Upstream {
       this.#restartTimer = undefined;
       if (this.#closing) return settle();
       this.#start()
-        .then(() => this.#hooks?.onRestart?.())
+        .then(() => {
+          this.#hooks?.onRestart?.();
+          for (const listener of this.#recoveryListeners) listener();
+        })
         .catch(() => {
           // #start already recorded why; the close handler schedules the next attempt.
         })
@@ -285,6 +360,7 @@ export class Upstream {
     if (!this.#down && this.#client && !this.#closing) return this.#client;
     for (let attempt = 0; attempt < 3; attempt++) {
       if (this.#closing) throw this.#failure(`upstream ${this.name} is shut down`);
+      if (this.#startFailure) throw this.#startFailure;
       const ready = this.#ready;
       if (!ready) throw this.#failure(`upstream ${this.name} is not connected`);
       const remaining = deadline - Date.now();
@@ -340,6 +416,21 @@ export class Upstream {
       throw error;
     });
     return (await this.#tools).get(name);
+  }
+
+  /**
+   * The tool's description for a call, or why this upstream is down: a call to
+   * an upstream that is down must still be answered (an ADAPTER.EXECUTION.FAILED
+   * envelope in envelope mode), not refused as a protocol error.
+   */
+  async describeForCall(name: string): Promise<{ tool?: Tool; unavailable?: UpstreamFailure }> {
+    try {
+      const tool = await this.describeTool(name);
+      return tool ? { tool } : {};
+    } catch (error) {
+      if (error instanceof UpstreamFailure) return { unavailable: error };
+      throw error;
+    }
   }
 
   async #listTools(): Promise<Map<string, Tool>> {

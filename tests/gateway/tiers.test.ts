@@ -1,6 +1,9 @@
+import { realpathSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
+import { readCallLog } from '../../src/gateway/call-log.ts';
+import { type GatewayDir, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
 import type { Running } from './processes.ts';
 
 /**
@@ -18,6 +21,7 @@ interface ScalpelEnvelope {
 
 describe('tiers over HTTP: the bearer token decides the tier in the envelope', () => {
   let gateway: Running;
+  let paths: GatewayDir;
   const clients: Client[] = [];
 
   const connect = async (token: string): Promise<Client> => {
@@ -32,7 +36,7 @@ describe('tiers over HTTP: the bearer token decides the tier in the envelope', (
   };
 
   beforeAll(async () => {
-    const paths = gatewayDir((config) => {
+    paths = gatewayDir((config) => {
       const upstreams = config.upstreams as { name: string; dialect: string }[];
       // Only the legacy server, answered in Code Scalpel's dialect, which has a tier field.
       const legacy = upstreams.find((upstream) => upstream.name === 'legacy');
@@ -78,5 +82,118 @@ describe('tiers over HTTP: the bearer token decides the tier in the envelope', (
     });
     expect(response.status).toBe(401);
     await response.body?.cancel();
+  });
+
+  it('writes each caller’s tier on its call-log lines', async () => {
+    await Promise.allSettled(clients.map((client) => client.close()));
+    // Stopping the gateway flushes and closes its log.
+    await gateway.stop();
+    const lines = readCallLog(realpathSync(join(paths.logs, 'gateway', 'calls.latest.jsonl')));
+    expect(lines.map((line) => [line.tool, line.tier])).toEqual([
+      ['echo', 'pro'],
+      ['echo', 'enterprise'],
+    ]);
+  });
+});
+
+describe('tiers from the configuration: a tool mapped to a tier refuses lower tiers', () => {
+  const FREE = 'free-token-for-tests-0123456789';
+  const PRO_TOKEN = 'pro-token-for-the-gate-0123456789';
+  let gateway: Running;
+  let paths: GatewayDir;
+  const clients: Client[] = [];
+
+  interface ProvEnvelope {
+    result: unknown;
+    errors?: { code: string; message: string; details?: Record<string, unknown> }[];
+    warnings?: { code: string; details?: Record<string, unknown> }[];
+  }
+  const envelopeOf = (result: unknown) => (result as { structuredContent: ProvEnvelope }).structuredContent;
+
+  const connect = async (token: string): Promise<Client> => {
+    const client = new Client({ name: 'gate-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(gateway.url), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    clients.push(client);
+    return client;
+  };
+
+  beforeAll(async () => {
+    paths = gatewayDir((config) => {
+      const upstreams = config.upstreams as { name: string; tiers?: unknown }[];
+      const envelopes = upstreams.find((upstream) => upstream.name === 'envelopes') as { tiers?: unknown };
+      // An upstream's own rule, by the tool's own name.
+      envelopes.tiers = {
+        tools: { word_count: { tier: 'enterprise', reason: 'Counting words is an enterprise feature' } },
+      };
+      config.upstreams = upstreams.filter((upstream) => upstream.name !== 'python');
+      // A gateway-wide rule, by the name clients call.
+      config.tiers = { order: ['free', 'pro', 'enterprise'], tools: { legacy__stats: 'pro' } };
+      config.auth = {
+        required: true,
+        tokens: [
+          { name: 'free', token: FREE, tier: 'free' },
+          { name: 'pro', token: PRO_TOKEN, tier: 'pro' },
+        ],
+      };
+    });
+    gateway = await startGatewayHttp(['--config', paths.config, '--no-stdio']);
+  });
+
+  afterAll(async () => {
+    await Promise.allSettled(clients.map((client) => client.close()));
+    await gateway?.stop();
+    removeGatewayDirs();
+  });
+
+  it('answers a free caller of a pro tool with UPGRADE_REQUIRED and an upgrade hint, and serves a pro caller', async () => {
+    const [free, pro] = await Promise.all([connect(FREE), connect(PRO_TOKEN)]);
+    const stats = { name: 'legacy__stats', arguments: { values: [1, 2, 3] } };
+
+    const denied = await free.callTool(stats);
+    expect(denied.isError).toBe(true);
+    const refusal = envelopeOf(denied);
+    expect(refusal.result).toBeNull();
+    expect(refusal.errors?.[0]).toMatchObject({
+      code: 'UPGRADE_REQUIRED',
+      details: { feature: 'legacy__stats', tier: 'pro' },
+    });
+    expect(refusal.warnings).toContainEqual(
+      expect.objectContaining({
+        code: 'TIER.UPGRADE_HINT',
+        details: { feature: 'legacy__stats', tier: 'pro' },
+      }),
+    );
+
+    const served = await pro.callTool(stats);
+    expect(served.isError ?? false).toBe(false);
+    expect(envelopeOf(served).errors ?? []).toEqual([]);
+
+    // A tool no rule names is open to every tier.
+    const echo = await free.callTool({ name: 'legacy__echo', arguments: { text: 'open' } });
+    expect(envelopeOf(echo).result).toBe('open');
+
+    // An upstream's own rule, with its own reason, binds the pro tier too.
+    const words = await pro.callTool({ name: 'envelopes__word_count', arguments: { text: 'one two' } });
+    expect(envelopeOf(words).errors?.[0]).toMatchObject({
+      code: 'UPGRADE_REQUIRED',
+      message: 'Counting words is an enterprise feature',
+      details: { feature: 'envelopes__word_count', tier: 'enterprise' },
+    });
+  });
+
+  it('logs each call with its caller’s tier and the refusals as UPGRADE_REQUIRED', async () => {
+    await Promise.allSettled(clients.map((client) => client.close()));
+    await gateway.stop();
+    const lines = readCallLog(realpathSync(join(paths.logs, 'gateway', 'calls.latest.jsonl')));
+    expect(lines.map((line) => [line.upstream, line.tool, line.tier, line.code])).toEqual([
+      ['legacy', 'stats', 'free', 'UPGRADE_REQUIRED'],
+      ['legacy', 'stats', 'pro', null],
+      ['legacy', 'echo', 'free', null],
+      ['envelopes', 'word_count', 'pro', 'UPGRADE_REQUIRED'],
+    ]);
   });
 });

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { digestValue } from '../../../src/canonical/index.ts';
 import {
   CallLog,
+  type CallLogEntry,
   type CallRecordInput,
   readCallLog,
   stripVolatile,
@@ -77,6 +78,18 @@ describe('CallLog', () => {
     expect(readFileSync(log.file, 'utf8')).not.toContain('secret value');
   });
 
+  it('writes the tier of an authenticated caller, and no tier field otherwise', async () => {
+    const log = new CallLog({ dir, server: 'gw' });
+    log.write({ ...call, transport: 'http', route: '/mcp', tier: 'pro' });
+    log.write(call);
+    await log.close();
+    const [tiered, anonymous] = readCallLog(log.file);
+    expect(tiered?.tier).toBe('pro');
+    expect(anonymous).not.toHaveProperty('tier');
+    // The tier is no volatile field: it is part of what two runs must agree on.
+    expect(stripVolatile(tiered as CallLogEntry)).toHaveProperty('tier', 'pro');
+  });
+
   it('includes raw arguments only when configured', async () => {
     const log = new CallLog({ dir, server: 'gateway', includeArguments: true });
     log.write(call);
@@ -102,6 +115,31 @@ describe('CallLog', () => {
     expect(realpathSync(latest)).toBe(realpathSync(newer.file));
     expect(readCallLog(latest)).toHaveLength(2);
     expect(existsSync(older.file)).toBe(true);
+  });
+
+  it('moves on to a new file under the new date folder at UTC midnight, losing no line', async () => {
+    let now = new Date('2026-03-04T23:59:59.000Z');
+    const log = new CallLog({ dir, server: 'gw', runId: 'night', now: () => now });
+    const before = log.file;
+    // Enough lines that some are still buffered when the day changes.
+    for (let i = 0; i < 1500; i++) {
+      if (i === 1000) now = new Date('2026-03-05T00:00:00.001Z');
+      log.write({ ...call, requestId: i });
+    }
+    const after = log.file;
+    await log.close();
+
+    expect(before).toBe(join(dir, 'gw', '2026-03-04', 'calls-night.jsonl'));
+    expect(after).toBe(join(dir, 'gw', '2026-03-05', 'calls-night.jsonl'));
+    const first = readCallLog(before);
+    const second = readCallLog(after);
+    expect(first.map((entry) => entry.requestId)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+    expect(second.map((entry) => entry.requestId)).toEqual(Array.from({ length: 500 }, (_, i) => 1000 + i));
+    for (const entry of first) expect(entry.ts.startsWith('2026-03-04')).toBe(true);
+    for (const entry of second) expect(entry.ts.startsWith('2026-03-05')).toBe(true);
+    const latest = join(dir, 'gw', 'calls.latest.jsonl');
+    expect(readlinkSync(latest)).toBe(join('2026-03-05', 'calls-night.jsonl'));
+    expect(realpathSync(latest)).toBe(realpathSync(after));
   });
 
   it('flushes every buffered line on close', async () => {

@@ -12,6 +12,8 @@ import {
   restartDelayMs,
   UPSTREAM_DIALECTS,
 } from '../../../src/gateway/config.ts';
+import { NAMESPACE_SEPARATOR } from '../../../src/gateway/relay.ts';
+import { TOOL_NAMESPACE_SEPARATOR } from '../../../src/gateway/tiers-config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -33,6 +35,13 @@ function failure(run: () => unknown): EnvelopeError {
 }
 
 const minimal = { upstreams: [{ name: 'one', stdio: { command: 'node', args: ['server.ts'] } }] };
+const twoUpstreams = {
+  upstreams: [
+    { name: 'a', stdio: { command: 'x' } },
+    { name: 'b', stdio: { command: 'y' } },
+  ],
+};
+const TOKEN = 'a-token-of-sixteen-or-more';
 
 describe('loadGatewayConfig', () => {
   it('fills every default and resolves paths against the file’s folder', () => {
@@ -46,9 +55,11 @@ describe('loadGatewayConfig', () => {
         validation: { input: 'enforce', output: 'enforce', invalidInput: 'result' },
         provenance: { enabled: true, mode: 'minimal', captureArtifacts: false },
         timeouts: { callMs: 60_000, startMs: 15_000, tools: {} },
+        tiers: { tools: {} },
         restart: { enabled: true, initialDelayMs: 250, maxDelayMs: 30_000, factor: 2, maxAttempts: 10 },
       },
     ]);
+    expect(config.tiers).toBeUndefined();
     expect(config.listen).toEqual({ stdio: true, http: undefined });
     expect(config.auth).toEqual({ required: false, tokens: [] });
     expect(config.ledger).toEqual({ enabled: true, path: join(dir, 'data/ledger.sqlite') });
@@ -208,6 +219,62 @@ describe('bad configuration', () => {
       '/upstreams/0/restart/maxDelayMs',
       /below/,
     ],
+    [
+      'a tool rule naming an unknown tier',
+      { ...twoUpstreams, tiers: { order: ['free', 'pro'], tools: { a__x: 'gold' } } },
+      '/tiers/tools/a__x',
+      /tier "gold", which is not one of free, pro \(tiers\.order\)/,
+    ],
+    [
+      'an upstream rule naming an unknown tier',
+      {
+        upstreams: [{ ...minimal.upstreams[0], tiers: { tools: { stats: { tier: 'gold', reason: 'r' } } } }],
+      },
+      '/upstreams/0/tiers/tools/stats/tier',
+      /"gold", which is not one of community, pro, enterprise \(the default order; set tiers\.order/,
+    ],
+    [
+      'a token whose tier is not in the order',
+      {
+        ...minimal,
+        tiers: { order: ['free', 'pro'] },
+        auth: { tokens: [{ token: TOKEN, tier: 'enterprise' }] },
+      },
+      '/auth/tokens/0/tier',
+      /"enterprise"/,
+    ],
+    [
+      'an anonymous tier not in the order',
+      { ...minimal, tiers: { order: ['free', 'pro'], anonymous: 'guest' } },
+      '/tiers/anonymous',
+      /"guest"/,
+    ],
+    [
+      'a tool rule that names no upstream',
+      { ...twoUpstreams, tiers: { tools: { c__x: 'pro' } } },
+      '/tiers/tools/c__x',
+      /names no configured upstream.*a, b/,
+    ],
+    [
+      'a tier rule on a passthrough upstream',
+      {
+        upstreams: [{ ...minimal.upstreams[0], dialect: 'passthrough', tiers: { tools: { stats: 'pro' } } }],
+      },
+      '/upstreams/0/tiers/tools/stats',
+      /passthrough/,
+    ],
+    [
+      'a tool rule that is neither a tier nor an object',
+      { ...minimal, tiers: { tools: { stats: 3 } } },
+      '/tiers/tools/stats',
+      /tier name .* or an object/,
+    ],
+    [
+      'a tier order with a duplicate',
+      { ...minimal, tiers: { order: ['free', 'free'] } },
+      '/tiers/order',
+      /duplicate/,
+    ],
   ];
 
   it.each(cases)('rejects %s with CONFIG_INVALID and a JSON Pointer', (_label, value, pointer, message) => {
@@ -222,6 +289,62 @@ describe('bad configuration', () => {
     const error = failure(() => resolveGatewayConfig(value, dir, { env: {} }));
     expect(error.code).toBe('CONFIG_INVALID');
     expect(JSON.stringify(error.toJSON())).not.toContain('"short"');
+  });
+});
+
+describe('tiers', () => {
+  it('resolves gateway-wide rules by the name clients call, upstream rules by the tool’s own name', () => {
+    const config = resolveGatewayConfig(
+      {
+        upstreams: [
+          { ...twoUpstreams.upstreams[0], tiers: { tools: { both: { tier: 'enterprise', reason: 'own' } } } },
+          twoUpstreams.upstreams[1],
+        ],
+        tiers: {
+          order: ['free', 'pro', 'enterprise'],
+          tools: { a__stats: 'pro', a__both: 'pro', b__x__y: { tier: 'pro', reason: 'Pro only' } },
+        },
+        auth: { tokens: [{ token: TOKEN, tier: 'free' }] },
+      },
+      dir,
+      { env: {} },
+    );
+    expect(config.tiers).toEqual({ order: ['free', 'pro', 'enterprise'], anonymous: 'free' });
+    expect(config.upstreams.map((upstream) => upstream.tiers.tools)).toEqual([
+      // The upstream's own rule wins over the gateway-wide one for the same tool.
+      { stats: { tier: 'pro' }, both: { tier: 'enterprise', reason: 'own' } },
+      // Split at the first separator, as the relay routes names.
+      { x__y: { tier: 'pro', reason: 'Pro only' } },
+    ]);
+  });
+
+  it('takes a single upstream’s tool names as they are, and the default tier order', () => {
+    const config = resolveGatewayConfig(
+      { ...minimal, tiers: { anonymous: 'pro', tools: { stats: 'enterprise' } } },
+      dir,
+      { env: {} },
+    );
+    expect(config.tiers).toEqual({ order: ['community', 'pro', 'enterprise'], anonymous: 'pro' });
+    expect(config.upstreams[0]?.tiers.tools).toEqual({ stats: { tier: 'enterprise' } });
+  });
+
+  it('checks the tiers of tokens skipped for an unset variable too', () => {
+    const error = failure(() =>
+      resolveGatewayConfig(
+        {
+          ...minimal,
+          tiers: { order: ['free'] },
+          auth: { tokens: [{ tokenEnv: 'UNSET_TOKEN', tier: 'pro', optional: true }] },
+        },
+        dir,
+        { env: {} },
+      ),
+    );
+    expect(error.details?.pointer).toBe('/auth/tokens/0/tier');
+  });
+
+  it('repeats the relay’s namespace separator', () => {
+    expect(TOOL_NAMESPACE_SEPARATOR).toBe(NAMESPACE_SEPARATOR);
   });
 });
 

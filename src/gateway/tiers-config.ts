@@ -1,0 +1,125 @@
+/**
+ * The `tiers` sections of the gateway configuration: which tools need which
+ * tier. They are resolved here into one rule table per upstream, keyed by the
+ * tool's own name, with every tier name checked against the tier order, so that
+ * nothing later can meet an unknown tier at call time.
+ */
+import { DEFAULT_TIERS } from '../envelope/tiers.ts';
+import { EnvelopeError } from '../errors/index.ts';
+import { encodePointer } from '../pointer/json-pointer.ts';
+
+/** The relay's NAMESPACE_SEPARATOR, repeated so that loading a configuration does not load the MCP SDK. */
+export const TOOL_NAMESPACE_SEPARATOR = '__';
+
+/** The lowest tier that may call a tool, and what the upgrade hint says when a caller lacks it. */
+export interface ToolTier {
+  tier: string;
+  reason?: string;
+}
+
+export interface GatewayTiers {
+  /** Tier names, lowest first. */
+  order: string[];
+  /** The tier of callers no bearer token authenticated (stdio, HTTP without tokens). */
+  anonymous: string;
+}
+
+export type RawToolTier = string | { tier: string; reason?: string };
+export interface RawGatewayTiers {
+  order?: string[];
+  anonymous?: string;
+  tools?: Record<string, RawToolTier>;
+}
+export interface RawUpstreamTiers {
+  tools?: Record<string, RawToolTier>;
+}
+
+export interface TierInputs {
+  tiers?: RawGatewayTiers;
+  upstreams: readonly { name: string; dialect?: string; tiers?: RawUpstreamTiers }[];
+  /** Every configured token, including optional ones whose variable is unset. */
+  tokens: readonly { tier: string }[];
+}
+
+export interface ResolvedTiers {
+  /** Undefined when the configuration has no tiers section anywhere: no gate at all. */
+  gateway: GatewayTiers | undefined;
+  /** Per upstream: tool (its own name) → the rule. Upstream-level rules win over gateway-level ones. */
+  tools: Map<string, Record<string, ToolTier>>;
+}
+
+/** Resolves and checks the tier rules; the values have already passed the schema. */
+export function resolveTiers(raw: TierInputs, file?: string): ResolvedTiers {
+  // Worded like the schema's errors: the file, the pointer, then what is wrong there.
+  const invalid = (message: string, path: readonly (string | number)[]): EnvelopeError => {
+    const pointer = encodePointer(path);
+    return new EnvelopeError(
+      'CONFIG_INVALID',
+      `${file === undefined ? '' : `${file}: `}${pointer} ${message}`,
+      {
+        pointer,
+        ...(file === undefined ? {} : { path: file }),
+      },
+    );
+  };
+  const tools = new Map<string, Record<string, ToolTier>>(raw.upstreams.map(({ name }) => [name, {}]));
+  const configured =
+    raw.tiers !== undefined || raw.upstreams.some((upstream) => upstream.tiers !== undefined);
+  if (!configured) return { gateway: undefined, tools };
+
+  const order = raw.tiers?.order ?? [...DEFAULT_TIERS];
+  const known = (tier: string, path: readonly (string | number)[]): string => {
+    if (order.includes(tier)) return tier;
+    const where = raw.tiers?.order ? 'tiers.order' : 'the default order; set tiers.order to name your own';
+    throw invalid(`names tier "${tier}", which is not one of ${order.join(', ')} (${where})`, path);
+  };
+  const anonymous = known(raw.tiers?.anonymous ?? (order[0] as string), ['tiers', 'anonymous']);
+  raw.tokens.forEach((token, index) => {
+    known(token.tier, ['auth', 'tokens', index, 'tier']);
+  });
+
+  const add = (upstream: string, tool: string, value: RawToolTier, path: (string | number)[]): void => {
+    if (raw.upstreams.find((candidate) => candidate.name === upstream)?.dialect === 'passthrough') {
+      // The gate answers with an envelope, which a passthrough upstream never gets.
+      throw invalid(
+        `cannot gate "${tool}": upstream "${upstream}" relays results untouched (dialect passthrough); give it an envelope dialect or drop the rule`,
+        path,
+      );
+    }
+    const own = tools.get(upstream) as Record<string, ToolTier>;
+    if (typeof value === 'string') own[tool] = { tier: known(value, path) };
+    else {
+      const tier = known(value.tier, [...path, 'tier']);
+      own[tool] = value.reason === undefined ? { tier } : { tier, reason: value.reason };
+    }
+  };
+  const ownerOf = (name: string): { upstream: string; tool: string } | undefined => {
+    if (raw.upstreams.length === 1) return { upstream: raw.upstreams[0]?.name as string, tool: name };
+    // Split as the relay does: at the first separator.
+    const at = name.indexOf(TOOL_NAMESPACE_SEPARATOR);
+    const upstream = at > 0 ? name.slice(0, at) : '';
+    return tools.has(upstream)
+      ? { upstream, tool: name.slice(at + TOOL_NAMESPACE_SEPARATOR.length) }
+      : undefined;
+  };
+
+  for (const [name, value] of Object.entries(raw.tiers?.tools ?? {})) {
+    const path = ['tiers', 'tools', name];
+    const owner = ownerOf(name);
+    if (!owner) {
+      const names = raw.upstreams.map((upstream) => upstream.name).join(', ');
+      throw invalid(
+        `names no configured upstream: with several upstreams, tools are named <upstream>${TOOL_NAMESPACE_SEPARATOR}<tool> (upstreams: ${names})`,
+        path,
+      );
+    }
+    add(owner.upstream, owner.tool, value, path);
+  }
+  // Applied second, so an upstream's own rule wins over the gateway-wide one for the same tool.
+  raw.upstreams.forEach((upstream, index) => {
+    for (const [name, value] of Object.entries(upstream.tiers?.tools ?? {})) {
+      add(upstream.name, name, value, ['upstreams', index, 'tiers', 'tools', name]);
+    }
+  });
+  return { gateway: { order, anonymous }, tools };
+}

@@ -1,0 +1,267 @@
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { InMemoryTransport } from '@modelcontextprotocol/server';
+import { afterAll, describe, expect, it } from 'vitest';
+import { readCallLog } from '../../src/gateway/call-log.ts';
+import { startHttpGateway } from '../../src/gateway/http.ts';
+import { openSession } from '../../src/gateway/session.ts';
+import { type GatewayDir, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
+import { BIN, FIXTURE, NODE, ROOT, type Running } from './processes.ts';
+
+/**
+ * Several upstreams, some of which cannot start: sessions open with the ones
+ * that did, the others are retried in the background, left out of lists, and
+ * calls to them fail with the reason; when they come back they serve again and
+ * the client is told its lists changed. With none started, sessions still fail.
+ */
+
+interface ProvEnvelope {
+  result: unknown;
+  errors?: { code: string; message: string; details?: Record<string, unknown> }[];
+}
+const envelopeOf = (result: unknown) => (result as { structuredContent: ProvEnvelope }).structuredContent;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Holds the files whose presence keeps the fixture from starting. */
+const scratch = mkdtempSync(join(tmpdir(), 'mcp-envelope-degraded-'));
+
+/** A blocking file for one test, present until the test removes it. */
+function blockerFile(name: string): string {
+  const file = join(scratch, name);
+  writeFileSync(file, '');
+  return file;
+}
+
+/**
+ * The fixture server behind a guard that exits 3 while `blocker` exists: a server
+ * whose dependency is not there yet. The guard is a shell, so a refused start
+ * costs no Node process and the retries stay cheap.
+ */
+function guarded(blocker: string): { command: string; args: string[] } {
+  const script = 'if [ -e "$1" ]; then echo "not ready: $1 exists" >&2; exit 3; fi; exec "$2" "$3"';
+  return { command: 'sh', args: ['-c', script, 'guard', blocker, NODE, FIXTURE] };
+}
+
+/**
+ * A gateway configuration: alpha starts; beta (envelope mode) and gamma
+ * (passthrough) fail while `blocker` exists, and retry every 200 ms at most.
+ */
+function degradedConfig(blocker: string, count = 3): GatewayDir {
+  const fast = { initialDelayMs: 50, maxDelayMs: 200, factor: 2, maxAttempts: 1000 };
+  return gatewayDir((config) => {
+    config.upstreams = [
+      { name: 'alpha', stdio: { command: 'node', args: [FIXTURE] }, dialect: 'prov-v0.1' },
+      { name: 'beta', stdio: guarded(blocker), dialect: 'prov-v0.1', restart: fast },
+      { name: 'gamma', stdio: guarded(blocker), dialect: 'passthrough', restart: fast },
+    ].slice(0, count);
+    config.auth = { required: false, tokens: [] };
+  });
+}
+
+/** Waits (bounded) until `check` holds. */
+async function until(check: () => boolean | Promise<boolean>, what: string, tries = 100): Promise<void> {
+  for (let attempt = 0; attempt < tries; attempt++) {
+    if (await check()) return;
+    await sleep(100);
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+afterAll(() => {
+  removeGatewayDirs();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('over HTTP, with two of three upstreams unable to start', () => {
+  let gateway: Running | undefined;
+  let client: Client | undefined;
+
+  afterAll(async () => {
+    await client?.close();
+    await gateway?.stop();
+  });
+
+  it('serves the one that started, fails calls to the others with the reason, and takes them back', async () => {
+    const blocker = blockerFile('http');
+    const paths = degradedConfig(blocker);
+    gateway = await startGatewayHttp(['--config', paths.config, '--no-stdio']);
+    client = new Client({ name: 'degraded', version: '1.0.0' });
+    let changed = 0;
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
+      changed++;
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+
+    const before = (await client.listTools()).tools.map((tool) => tool.name);
+    expect(before).toContain('alpha__echo');
+    expect(before.filter((name) => !name.startsWith('alpha__'))).toEqual([]);
+
+    const alpha = await client.callTool({ name: 'alpha__echo', arguments: { text: 'up' } });
+    expect(envelopeOf(alpha).result).toEqual({ text: 'up' });
+
+    // Envelope mode: an error envelope naming the upstream and why it did not start.
+    const beta = await client.callTool({ name: 'beta__echo', arguments: { text: 'x' } });
+    expect(beta.isError).toBe(true);
+    const failure = envelopeOf(beta).errors?.[0];
+    expect(failure?.code).toBe('ADAPTER.EXECUTION.FAILED');
+    expect(failure?.message).toMatch(/upstream beta did not start: exited with code 3/);
+    expect(failure?.details).toMatchObject({ exit_code: 3 });
+    expect(String(failure?.details?.stderr_excerpt)).toContain('not ready');
+
+    // Passthrough: a JSON-RPC error carrying the canonical code.
+    const gamma = await client
+      .callTool({ name: 'gamma__echo', arguments: { text: 'x' } })
+      .catch((e: unknown) => e);
+    expect(gamma).toBeInstanceOf(ProtocolError);
+    expect((gamma as ProtocolError).message).toMatch(/upstream gamma did not start/);
+    expect((gamma as ProtocolError).data).toMatchObject({
+      canonical_code: 'ADAPTER.EXECUTION.FAILED',
+      upstream: 'gamma',
+    });
+
+    const running = gateway;
+    await until(() => /upstream beta did not start.*serving without it/.test(running.stderr()), 'the report');
+    expect(running.stderr()).toMatch(/upstream beta did not start: exited with code 3 \(stderr: not ready: /);
+
+    rmSync(blocker);
+    await until(() => changed > 0, 'tools/list_changed');
+    const connected = client;
+    await until(async () => {
+      const names = (await connected.listTools()).tools.map((tool) => tool.name);
+      return names.includes('beta__echo') && names.includes('gamma__echo');
+    }, 'beta and gamma in tools/list');
+    const back = await client.callTool({ name: 'beta__echo', arguments: { text: 'back' } });
+    expect(envelopeOf(back).result).toEqual({ text: 'back' });
+    const passed = await client.callTool({ name: 'gamma__echo', arguments: { text: 'back' } });
+    expect(passed.structuredContent).toEqual({ text: 'back' });
+    expect(running.stderr()).toMatch(/upstream beta is back/);
+
+    await client.close();
+    await gateway.stop();
+    const log = readCallLog(realpathSync(join(paths.logs, 'gateway', 'calls.latest.jsonl')));
+    expect(log.map((line) => [line.upstream, line.tool, line.code])).toEqual([
+      ['alpha', 'echo', null],
+      ['beta', 'echo', 'ADAPTER.EXECUTION.FAILED'],
+      ['gamma', 'echo', 'ADAPTER.EXECUTION.FAILED'],
+      ['beta', 'echo', null],
+      ['gamma', 'echo', null],
+    ]);
+  });
+});
+
+describe('over stdio, with one of two upstreams unable to start', () => {
+  it('starts, serves the upstream that did, and announces the other when it is back', async () => {
+    const blocker = blockerFile('stdio');
+    const paths = degradedConfig(blocker, 2);
+    const client = new Client({ name: 'degraded-stdio', version: '1.0.0' });
+    let changed = 0;
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
+      changed++;
+    });
+    await client.connect(
+      new StdioClientTransport({
+        command: NODE,
+        args: [BIN, 'gateway', '--config', paths.config, '--stdio', '--no-http'],
+        cwd: ROOT,
+        stderr: 'ignore',
+      }),
+    );
+    try {
+      const names = (await client.listTools()).tools.map((tool) => tool.name);
+      expect(names).toContain('alpha__echo');
+      expect(names.some((name) => name.startsWith('beta__'))).toBe(false);
+      const beta = await client.callTool({ name: 'beta__echo', arguments: { text: 'x' } });
+      expect(envelopeOf(beta).errors?.[0]?.code).toBe('ADAPTER.EXECUTION.FAILED');
+
+      rmSync(blocker);
+      await until(() => changed > 0, 'tools/list_changed');
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('beta__echo');
+      const back = await client.callTool({ name: 'beta__echo', arguments: { text: 'back' } });
+      expect(envelopeOf(back).result).toEqual({ text: 'back' });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('an upstream waiting out a long backoff', () => {
+  // The test's own timeout is far below the backoff: only a call that fails at once can pass.
+  it('fails calls to it at once, not after the next attempt', { timeout: 5000 }, async () => {
+    const session = await openSession({
+      upstreams: [
+        { name: 'alpha', kind: 'stdio', command: NODE, args: [FIXTURE] },
+        {
+          name: 'beta',
+          kind: 'stdio',
+          ...guarded(blockerFile('slow')),
+          options: { restart: { initialDelayMs: 60_000 } },
+        },
+      ],
+    });
+    const client = new Client({ name: 'backoff', version: '1.0.0' });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await session.relay.server.connect(serverSide);
+    await client.connect(clientSide);
+    try {
+      const error = await client
+        .callTool({ name: 'beta__echo', arguments: { text: 'x' } })
+        .catch((e: unknown) => e);
+      expect((error as ProtocolError).data).toMatchObject({ canonical_code: 'ADAPTER.EXECUTION.FAILED' });
+      expect(
+        (await client.callTool({ name: 'alpha__echo', arguments: { text: 'ok' } })).structuredContent,
+      ).toEqual({
+        text: 'ok',
+      });
+    } finally {
+      await client.close();
+      await session.close();
+    }
+  });
+});
+
+describe('with every upstream unable to start', () => {
+  const blocker = blockerFile('forever');
+  const failing = (name: string) => ({
+    name,
+    kind: 'stdio' as const,
+    ...guarded(blocker),
+    options: { restart: { initialDelayMs: 10_000 } },
+  });
+
+  it('fails the session, naming the first upstream', async () => {
+    const error = await openSession({ upstreams: [failing('one'), failing('two')] }).catch((e: unknown) => e);
+    expect((error as { code?: string }).code).toBe('ADAPTER.EXECUTION.FAILED');
+    expect((error as Error).message).toMatch(/upstream one did not start/);
+  });
+
+  it('answers an HTTP initialize with 502 ADAPTER.EXECUTION.FAILED', async () => {
+    const gateway = await startHttpGateway({
+      gateway: { upstreams: [failing('one'), failing('two')] },
+      warmSpare: false,
+    });
+    try {
+      const response = await fetch(gateway.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-06-18',
+            capabilities: {},
+            clientInfo: { name: 'x', version: '1' },
+          },
+        }),
+      });
+      expect(response.status).toBe(502);
+      const body = (await response.json()) as { error: { data: { canonical_code: string } } };
+      expect(body.error.data.canonical_code).toBe('ADAPTER.EXECUTION.FAILED');
+    } finally {
+      await gateway.close();
+    }
+  });
+});
