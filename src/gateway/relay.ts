@@ -226,6 +226,9 @@ export class Relay {
     for (const upstream of this.#upstreams) {
       // An upstream that is down has nothing to list; list_changed announces it when it is back.
       if (!upstream.available) continue;
+      // Nor has one that never offered this kind of thing (`prompts/list` needs `prompts`, …).
+      const kind = method.split('/')[0] as keyof ServerCapabilities;
+      if (!upstream.capabilities[kind]) continue;
       let cursor: string | undefined;
       for (let page = 0; page < MAX_PAGES; page++) {
         const result = await this.#forward(upstream, method, cursor ? { cursor } : undefined, ctx);
@@ -344,7 +347,8 @@ export class Relay {
         'logging/setLevel',
         this.#handle(async (params, ctx) => {
           for (const upstream of this.#upstreams)
-            if (upstream.available) await this.#forward(upstream, 'logging/setLevel', params, ctx);
+            if (upstream.available && upstream.capabilities.logging)
+              await this.#forward(upstream, 'logging/setLevel', params, ctx);
           return {};
         }),
       );

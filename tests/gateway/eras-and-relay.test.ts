@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
@@ -115,6 +116,39 @@ describe('a relay over several upstreams', () => {
       if (seen === '0') await new Promise((resolve) => setTimeout(resolve, 20));
     }
     expect(seen).toBe('1');
+  });
+});
+
+describe('a relay over upstreams that offer different things', () => {
+  it('lists prompts and resources from the upstreams that have them, and skips the others', async () => {
+    const session = await openSession({
+      upstreams: [
+        { name: 'full', kind: 'stdio', command: NODE, args: [FIXTURE] },
+        {
+          name: 'tools',
+          kind: 'stdio',
+          command: NODE,
+          args: [join(ROOT, 'examples/prov-envelope-server.ts')],
+        },
+      ],
+    });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await session.relay.server.connect(serverSide);
+    const client = new Client({ name: 'mixed', version: '1.0.0' });
+    try {
+      await client.connect(clientSide);
+      expect(session.upstreams[1]?.capabilities.prompts).toBeUndefined();
+      const prompts = await client.listPrompts();
+      expect(prompts.prompts.map((prompt) => prompt.name)).toContain('full__test_simple_prompt');
+      const resources = await client.listResources();
+      expect(resources.resources.map((resource) => resource.uri)).toContain('test://static-text');
+      await client.setLoggingLevel('info');
+      const tools = (await client.listTools()).tools.map((tool) => tool.name);
+      expect(tools.some((name) => name.startsWith('tools__'))).toBe(true);
+    } finally {
+      await client.close();
+      await session.close();
+    }
   });
 });
 
