@@ -1,0 +1,170 @@
+import type {
+  JSONRPCRequest,
+  Notification,
+  Result,
+  Server,
+  ServerContext,
+} from '@modelcontextprotocol/server';
+import { ProtocolError } from '@modelcontextprotocol/server';
+import { EnvelopeError, toJsonRpcError } from '../errors/index.ts';
+import type { Upstream } from './upstream.ts';
+
+/**
+ * The downstream side of one upstream session: which downstream requests are
+ * in flight, and where each message the upstream sends on its own goes.
+ */
+
+/** A result schema that accepts whatever the client sent: the gateway forwards, it does not reshape. */
+export const ANY_RESULT = {
+  '~standard': {
+    version: 1 as const,
+    vendor: 'mcp-envelope',
+    validate: (value: unknown) => ({ value: value as Result }),
+  },
+};
+
+/** Where messages go that no downstream request in flight can carry. */
+export interface DownstreamSink {
+  notify(notification: Notification): Promise<void>;
+  /** A server-to-client request outside any call. */
+  request?(
+    message: { method: string; params?: Record<string, unknown> },
+    signal: AbortSignal,
+  ): Promise<Result>;
+}
+
+/** An EnvelopeError becomes a JSON-RPC error carrying `data.canonical_code`; anything else passes as is. */
+export function toProtocolError(error: unknown): unknown {
+  if (error instanceof EnvelopeError) {
+    const rpc = toJsonRpcError(error.code, error.message, error.details);
+    return new ProtocolError(rpc.code, rpc.message, rpc.data);
+  }
+  return error;
+}
+
+/** A long-lived downstream connection as sink: unsolicited messages go on the connection itself. */
+export function connectionSink(server: Server): DownstreamSink {
+  return {
+    notify: (notification) => server.notification(notification),
+    request: (message, signal) => server.request(message, ANY_RESULT, { signal }) as Promise<Result>,
+  };
+}
+
+function progressTokenOf(meta: unknown): string | number | undefined {
+  const token = (meta as { progressToken?: unknown } | undefined)?.progressToken;
+  return typeof token === 'string' || typeof token === 'number' ? token : undefined;
+}
+
+interface Progress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+export class Downstream {
+  readonly #inFlight: ServerContext[] = [];
+  /** Notifications to the downstream, in the order the upstream sent them. */
+  #outbox: Promise<void> = Promise.resolve();
+  readonly #notified = new WeakSet<ServerContext>();
+  #sink: DownstreamSink | undefined;
+
+  /**
+   * With `attach: false` the upstreams' own messages do not come here: a
+   * per-request relay over shared upstreams says so, so that one request's
+   * messages can never land on another's stream.
+   */
+  constructor(upstreams: readonly Upstream[], options: { attach?: boolean } = {}) {
+    if (options.attach === false) return;
+    for (const upstream of upstreams) {
+      upstream.setHooks({
+        onNotification: (notification) => this.#fromUpstream(notification),
+        onRequest: (request, ctx) => this.#serverToClient(request, ctx.mcpReq.signal),
+      });
+    }
+  }
+
+  setSink(sink: DownstreamSink): void {
+    this.#sink = sink;
+  }
+
+  /** A downstream request begins. */
+  enter(ctx: ServerContext): void {
+    this.#inFlight.push(ctx);
+  }
+
+  leave(ctx: ServerContext): void {
+    const index = this.#inFlight.lastIndexOf(ctx);
+    if (index >= 0) this.#inFlight.splice(index, 1);
+  }
+
+  /** Resolves once the notifications the upstream sent ahead of this request's result are out. */
+  async settled(ctx: ServerContext): Promise<void> {
+    await this.#outbox;
+    // Clients settle a response at once but handle notifications a microtask later; a
+    // response in the same read as the last notification could overtake it there.
+    if (this.#notified.has(ctx)) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+
+  /** Forwards one request to an upstream, mapping the progress token both ways. */
+  forward(
+    upstream: Upstream,
+    method: string,
+    params: Record<string, unknown> | undefined,
+    ctx: ServerContext,
+  ): Promise<Result> {
+    const token = progressTokenOf(params?._meta);
+    const onprogress =
+      token === undefined ? undefined : (progress: Progress) => this.#progress(ctx, token, progress);
+    return upstream.request(method, params, { signal: ctx.mcpReq.signal, onprogress });
+  }
+
+  #progress(ctx: ServerContext, token: string | number | undefined, progress: Progress): void {
+    if (token === undefined) return;
+    this.#queue(ctx, () =>
+      ctx.mcpReq.notify({ method: 'notifications/progress', params: { ...progress, progressToken: token } }),
+    );
+  }
+
+  /** The downstream request an upstream message most likely belongs to: the newest one in flight. */
+  #current(): ServerContext | undefined {
+    const ctx = this.#inFlight.at(-1);
+    return ctx && !ctx.mcpReq.signal.aborted ? ctx : undefined;
+  }
+
+  #queue(ctx: ServerContext | undefined, send: () => Promise<void> | undefined): void {
+    if (ctx) this.#notified.add(ctx);
+    this.#outbox = this.#outbox
+      .then(send)
+      .then(() => {})
+      .catch(() => {
+        // A downstream that went away cannot be told; the upstream is not at fault.
+      });
+  }
+
+  #fromUpstream(notification: Notification): void {
+    const live = this.#current();
+    // Inside a call, the message rides that call's stream, as the upstream sent it during the call.
+    if (live) {
+      this.#queue(live, () => live.mcpReq.notify(notification));
+      return;
+    }
+    this.#queue(undefined, () => this.#sink?.notify(notification));
+  }
+
+  async #serverToClient(request: JSONRPCRequest, signal: AbortSignal): Promise<Result> {
+    const message = { method: request.method, params: request.params };
+    const live = this.#current();
+    try {
+      if (live) return (await live.mcpReq.send(message, ANY_RESULT, { signal })) as Result;
+      if (!this.#sink?.request) {
+        throw new EnvelopeError(
+          'DEPENDENCY_UNAVAILABLE',
+          `No downstream call in flight can answer ${request.method}`,
+        );
+      }
+      return await this.#sink.request(message, signal);
+    } catch (error) {
+      throw toProtocolError(error);
+    }
+  }
+}
