@@ -6,12 +6,16 @@ import type {
   ServerContext,
 } from '@modelcontextprotocol/server';
 import { ProtocolError } from '@modelcontextprotocol/server';
+import { canonicalize } from '../canonical/index.ts';
 import { EnvelopeError, toJsonRpcError } from '../errors/index.ts';
+import { InputRounds, type Progress, ROUND_METHODS } from './input-required.ts';
 import type { Upstream } from './upstream.ts';
 
 /**
  * The downstream side of one upstream session: which downstream requests are
- * in flight, and where each message the upstream sends on its own goes.
+ * in flight, and where each message the upstream sends on its own goes. In the
+ * 2025 era a server-to-client request is pushed on the newest request's
+ * stream; in the 2026-07-28 era it joins the newest call's input round.
  */
 
 /** A result schema that accepts whatever the client sent: the gateway forwards, it does not reshape. */
@@ -26,7 +30,7 @@ export const ANY_RESULT = {
 /** Where messages go that no downstream request in flight can carry. */
 export interface DownstreamSink {
   notify(notification: Notification): Promise<void>;
-  /** A server-to-client request outside any call. */
+  /** A server-to-client request outside any call (2025 era only). */
   request?(
     message: { method: string; params?: Record<string, unknown> },
     signal: AbortSignal,
@@ -42,12 +46,36 @@ export function toProtocolError(error: unknown): unknown {
   return error;
 }
 
+export function isModernEra(server: Server): boolean {
+  const version = server.getNegotiatedProtocolVersion();
+  return version !== undefined && version >= '2026-07-28';
+}
+
 /** A long-lived downstream connection as sink: unsolicited messages go on the connection itself. */
 export function connectionSink(server: Server): DownstreamSink {
   return {
     notify: (notification) => server.notification(notification),
-    request: (message, signal) => server.request(message, ANY_RESULT, { signal }) as Promise<Result>,
+    request: (message, signal) =>
+      isModernEra(server)
+        ? Promise.reject(noCallFor(message.method))
+        : (server.request(message, ANY_RESULT, { signal }) as Promise<Result>),
   };
+}
+
+function noCallFor(method: string): EnvelopeError {
+  return new EnvelopeError('DEPENDENCY_UNAVAILABLE', `No downstream call in flight can answer ${method}`, {
+    method,
+  });
+}
+
+/** The call as the client named it, so a retry can be matched against the call it resumes. */
+function identityOf(method: string, params: Record<string, unknown> | undefined): string {
+  const named = { method, name: params?.name, uri: params?.uri, arguments: params?.arguments ?? {} };
+  try {
+    return canonicalize(named);
+  } catch {
+    return JSON.stringify(named);
+  }
 }
 
 function progressTokenOf(meta: unknown): string | number | undefined {
@@ -55,14 +83,11 @@ function progressTokenOf(meta: unknown): string | number | undefined {
   return typeof token === 'string' || typeof token === 'number' ? token : undefined;
 }
 
-interface Progress {
-  progress: number;
-  total?: number;
-  message?: string;
-}
-
 export class Downstream {
+  readonly rounds: InputRounds;
   readonly #inFlight: ServerContext[] = [];
+  readonly #modern = new WeakSet<ServerContext>();
+  readonly #identity = new WeakMap<ServerContext, string>();
   /** Notifications to the downstream, in the order the upstream sent them. */
   #outbox: Promise<void> = Promise.resolve();
   readonly #notified = new WeakSet<ServerContext>();
@@ -73,7 +98,17 @@ export class Downstream {
    * per-request relay over shared upstreams says so, so that one request's
    * messages can never land on another's stream.
    */
-  constructor(upstreams: readonly Upstream[], options: { attach?: boolean } = {}) {
+  constructor(
+    upstreams: readonly Upstream[],
+    options: { attach?: boolean; maxParked?: number | undefined } = {},
+  ) {
+    const longest = Math.max(...upstreams.map((upstream) => upstream.longestTimeoutMs()));
+    this.rounds = new InputRounds({
+      maxParked: options.maxParked,
+      // A parked call lives at most its timeout past the round; its state need not outlive that.
+      ttlSeconds: Math.ceil(longest / 1000) + 1,
+      progress: (ctx, progress) => this.#progress(ctx, progressTokenOf(ctx.mcpReq._meta), progress),
+    });
     if (options.attach === false) return;
     for (const upstream of upstreams) {
       upstream.setHooks({
@@ -87,14 +122,25 @@ export class Downstream {
     this.#sink = sink;
   }
 
-  /** A downstream request begins. */
-  enter(ctx: ServerContext): void {
+  /**
+   * A downstream request begins. A 2026-07-28 retry of a parked call is
+   * matched to it here, so a bad one is refused before anything else runs.
+   */
+  enter(ctx: ServerContext, modern: boolean, params: Record<string, unknown> | undefined): void {
     this.#inFlight.push(ctx);
+    if (!modern) return;
+    this.#modern.add(ctx);
+    const method = ctx.mcpReq.method;
+    if (!ROUND_METHODS.has(method)) return;
+    const identity = identityOf(method, params);
+    this.#identity.set(ctx, identity);
+    this.rounds.claim(ctx, identity);
   }
 
   leave(ctx: ServerContext): void {
     const index = this.#inFlight.lastIndexOf(ctx);
     if (index >= 0) this.#inFlight.splice(index, 1);
+    this.rounds.release(ctx);
   }
 
   /** Resolves once the notifications the upstream sent ahead of this request's result are out. */
@@ -112,10 +158,22 @@ export class Downstream {
     params: Record<string, unknown> | undefined,
     ctx: ServerContext,
   ): Promise<Result> {
+    const identity = this.#identity.get(ctx);
+    if (identity !== undefined && method === ctx.mcpReq.method) {
+      return this.rounds.run(ctx, {
+        identity,
+        timeoutMs: upstream.timeoutFor(method, params),
+        start: (signal, onprogress) => upstream.request(method, params, { signal, onprogress }),
+      });
+    }
     const token = progressTokenOf(params?._meta);
     const onprogress =
       token === undefined ? undefined : (progress: Progress) => this.#progress(ctx, token, progress);
     return upstream.request(method, params, { signal: ctx.mcpReq.signal, onprogress });
+  }
+
+  close(): void {
+    this.rounds.close();
   }
 
   #progress(ctx: ServerContext, token: string | number | undefined, progress: Progress): void {
@@ -155,13 +213,12 @@ export class Downstream {
     const message = { method: request.method, params: request.params };
     const live = this.#current();
     try {
-      if (live) return (await live.mcpReq.send(message, ANY_RESULT, { signal })) as Result;
-      if (!this.#sink?.request) {
-        throw new EnvelopeError(
-          'DEPENDENCY_UNAVAILABLE',
-          `No downstream call in flight can answer ${request.method}`,
-        );
+      if (live && !this.#modern.has(live)) {
+        return (await live.mcpReq.send(message, ANY_RESULT, { signal })) as Result;
       }
+      const round = this.rounds.offer(message, signal);
+      if (round) return await round;
+      if (!this.#sink?.request) throw noCallFor(request.method);
       return await this.#sink.request(message, signal);
     } catch (error) {
       throw toProtocolError(error);

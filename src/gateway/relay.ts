@@ -11,7 +11,7 @@ import type {
 } from '@modelcontextprotocol/server';
 import { ProtocolError, Server } from '@modelcontextprotocol/server';
 import { EnvelopeError, toJsonRpcError } from '../errors/index.ts';
-import { connectionSink, Downstream, toProtocolError } from './downstream.ts';
+import { connectionSink, Downstream, isModernEra, toProtocolError } from './downstream.ts';
 import type { Upstream } from './upstream.ts';
 
 /** Separates an upstream's name from a tool or prompt name when several upstreams are fronted. */
@@ -60,6 +60,8 @@ export interface RelayOptions {
    * so that one request's messages can never land on another's stream.
    */
   attachToUpstreams?: boolean;
+  /** Most 2026-07-28 calls parked for client input at once (default 1,000). */
+  maxParkedCalls?: number;
 }
 
 const MAX_PAGES = 100;
@@ -106,12 +108,20 @@ export class Relay {
     this.#upstreams = upstreams;
     this.#byName = new Map(upstreams.map((upstream) => [upstream.name, upstream]));
     this.#options = options;
-    this.downstream = new Downstream(upstreams, { attach: options.attachToUpstreams !== false });
+    this.downstream = new Downstream(upstreams, {
+      attach: options.attachToUpstreams !== false,
+      maxParked: options.maxParkedCalls,
+    });
     const single = upstreams.length === 1 ? upstreams[0] : undefined;
     const info = options.serverInfo ??
       single?.serverInfo ?? { name: 'mcp-envelope-gateway', version: '0.1.0' };
     const capabilities = mergeCapabilities(upstreams);
-    this.server = new Server(info, { capabilities, instructions: single?.instructions });
+    this.server = new Server(info, {
+      capabilities,
+      instructions: single?.instructions,
+      // A 2026-07-28 retry's requestState is checked before any handler sees it.
+      requestState: { verify: this.downstream.rounds.verify },
+    });
     this.#registerHandlers(capabilities);
     this.downstream.setSink(connectionSink(this.server));
   }
@@ -131,7 +141,7 @@ export class Relay {
     return async (request, ctx) => {
       const params = request.params as Record<string, unknown> | undefined;
       try {
-        this.downstream.enter(ctx);
+        this.downstream.enter(ctx, isModernEra(this.server), params);
         const result = await body(params, ctx);
         // A result must not overtake the notifications the upstream sent before it.
         await this.downstream.settled(ctx);
@@ -316,6 +326,7 @@ export class Relay {
   }
 
   async close(): Promise<void> {
+    this.downstream.close();
     await this.server.close().catch(() => {});
   }
 }
