@@ -1,9 +1,12 @@
 import type {
+  JSONRPCMessage,
   JSONRPCRequest,
   Notification,
+  RequestId,
   Result,
   Server,
   ServerContext,
+  ServerNotifier,
 } from '@modelcontextprotocol/server';
 import { ProtocolError } from '@modelcontextprotocol/server';
 import { canonicalize } from '../canonical/index.ts';
@@ -46,6 +49,16 @@ export function toProtocolError(error: unknown): unknown {
   return error;
 }
 
+/** A JSON-RPC error response for a request the gateway answers itself. */
+export function errorResponse(id: RequestId | null, error: EnvelopeError): JSONRPCMessage {
+  const rpc = toJsonRpcError(error.code, error.message, error.details);
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: { code: rpc.code, message: rpc.message, data: rpc.data },
+  } as JSONRPCMessage;
+}
+
 export function isModernEra(server: Server): boolean {
   const version = server.getNegotiatedProtocolVersion();
   return version !== undefined && version >= '2026-07-28';
@@ -59,6 +72,20 @@ export function connectionSink(server: Server): DownstreamSink {
       isModernEra(server)
         ? Promise.reject(noCallFor(message.method))
         : (server.request(message, ANY_RESULT, { signal }) as Promise<Result>),
+  };
+}
+
+/** Stateless 2026-07-28 HTTP: change notifications go to the listen streams through the handler's facade. */
+export function listenSink(notify: ServerNotifier): DownstreamSink {
+  return {
+    async notify(notification) {
+      const uri = (notification.params as { uri?: unknown } | undefined)?.uri;
+      if (notification.method === 'notifications/tools/list_changed') notify.toolsChanged();
+      else if (notification.method === 'notifications/prompts/list_changed') notify.promptsChanged();
+      else if (notification.method === 'notifications/resources/list_changed') notify.resourcesChanged();
+      else if (notification.method === 'notifications/resources/updated' && typeof uri === 'string')
+        notify.resourceUpdated(uri);
+    },
   };
 }
 
@@ -93,15 +120,7 @@ export class Downstream {
   readonly #notified = new WeakSet<ServerContext>();
   #sink: DownstreamSink | undefined;
 
-  /**
-   * With `attach: false` the upstreams' own messages do not come here: a
-   * per-request relay over shared upstreams says so, so that one request's
-   * messages can never land on another's stream.
-   */
-  constructor(
-    upstreams: readonly Upstream[],
-    options: { attach?: boolean; maxParked?: number | undefined } = {},
-  ) {
+  constructor(upstreams: readonly Upstream[], options: { maxParked?: number | undefined } = {}) {
     const longest = Math.max(...upstreams.map((upstream) => upstream.longestTimeoutMs()));
     this.rounds = new InputRounds({
       maxParked: options.maxParked,
@@ -109,7 +128,6 @@ export class Downstream {
       ttlSeconds: Math.ceil(longest / 1000) + 1,
       progress: (ctx, progress) => this.#progress(ctx, progressTokenOf(ctx.mcpReq._meta), progress),
     });
-    if (options.attach === false) return;
     for (const upstream of upstreams) {
       upstream.setHooks({
         onNotification: (notification) => this.#fromUpstream(notification),

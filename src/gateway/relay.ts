@@ -55,11 +55,11 @@ export interface RelayOptions {
   outputSchemaFor?: (tool: Tool, upstream: string) => Tool['outputSchema'] | undefined;
   serverInfo?: Implementation;
   /**
-   * Whether upstream notifications and server-to-client requests come to this
-   * relay (default true). A per-request relay over shared upstreams says false,
-   * so that one request's messages can never land on another's stream.
+   * The downstream side of the upstream session, when relays share one (the
+   * per-request relays of stateless HTTP). Without it the relay makes its own,
+   * and messages outside any request go on the relay's own connection.
    */
-  attachToUpstreams?: boolean;
+  downstream?: Downstream;
   /** Most 2026-07-28 calls parked for client input at once (default 1,000). */
   maxParkedCalls?: number;
 }
@@ -98,6 +98,7 @@ function mergeCapabilities(upstreams: readonly Upstream[]): ServerCapabilities {
 export class Relay {
   readonly server: Server;
   readonly downstream: Downstream;
+  readonly #ownsDownstream: boolean;
   readonly #upstreams: readonly Upstream[];
   readonly #byName: Map<string, Upstream>;
   readonly #options: RelayOptions;
@@ -108,10 +109,8 @@ export class Relay {
     this.#upstreams = upstreams;
     this.#byName = new Map(upstreams.map((upstream) => [upstream.name, upstream]));
     this.#options = options;
-    this.downstream = new Downstream(upstreams, {
-      attach: options.attachToUpstreams !== false,
-      maxParked: options.maxParkedCalls,
-    });
+    this.#ownsDownstream = options.downstream === undefined;
+    this.downstream = options.downstream ?? new Downstream(upstreams, { maxParked: options.maxParkedCalls });
     const single = upstreams.length === 1 ? upstreams[0] : undefined;
     const info = options.serverInfo ??
       single?.serverInfo ?? { name: 'mcp-envelope-gateway', version: '0.1.0' };
@@ -123,7 +122,7 @@ export class Relay {
       requestState: { verify: this.downstream.rounds.verify },
     });
     this.#registerHandlers(capabilities);
-    this.downstream.setSink(connectionSink(this.server));
+    if (this.#ownsDownstream) this.downstream.setSink(connectionSink(this.server));
   }
 
   get #multi(): boolean {
@@ -326,7 +325,7 @@ export class Relay {
   }
 
   async close(): Promise<void> {
-    this.downstream.close();
+    if (this.#ownsDownstream) this.downstream.close();
     await this.server.close().catch(() => {});
   }
 }

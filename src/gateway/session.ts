@@ -13,12 +13,8 @@ export interface GatewaySession {
   close(): Promise<void>;
 }
 
-/**
- * Connects the upstreams, then builds the relay whose capabilities mirror theirs.
- * Each session owns its upstreams, so server-to-client requests, subscriptions
- * and log levels never cross between downstream clients.
- */
-export async function openSession(options: GatewayOptions): Promise<GatewaySession> {
+/** Connects every configured upstream; if one fails, the others are closed again. */
+export async function connectUpstreams(options: GatewayOptions): Promise<Upstream[]> {
   const upstreams = options.upstreams.map(
     ({ options: own, ...spec }) => new Upstream(spec, { ...options.upstream, ...own }),
   );
@@ -28,6 +24,16 @@ export async function openSession(options: GatewayOptions): Promise<GatewaySessi
     await Promise.all(upstreams.map((upstream) => upstream.close()));
     throw error;
   }
+  return upstreams;
+}
+
+/**
+ * Connects the upstreams, then builds the relay whose capabilities mirror theirs.
+ * Each session owns its upstreams, so server-to-client requests, subscriptions
+ * and log levels never cross between downstream clients.
+ */
+export async function openSession(options: GatewayOptions): Promise<GatewaySession> {
+  const upstreams = await connectUpstreams(options);
   const relay = new Relay(upstreams, options);
   let closed: Promise<void> | undefined;
   return {

@@ -2,11 +2,14 @@ import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCallLog } from '../../src/gateway/call-log.ts';
+import { type HttpGateway, startHttpGateway } from '../../src/gateway/http.ts';
 import {
   callLeg,
   eventually,
+  httpTarget,
   type InputRequired,
   modernClient,
   SAMPLED,
@@ -14,6 +17,7 @@ import {
   type Target,
   textOf,
 } from './modern.ts';
+import { FIXTURE, NODE } from './processes.ts';
 
 /**
  * Server-to-client requests for 2026-07-28 clients: the gateway parks the
@@ -36,7 +40,7 @@ function errorOf(error: unknown): { code?: number; message?: string; data?: { ca
   return error as { code?: number; message?: string; data?: { canonical_code?: string } };
 }
 
-describe.each([stdioTarget()])('2026-07-28 input rounds over $name', (target) => {
+describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name', (target) => {
   beforeAll(() => target.start());
   afterAll(async () => {
     await closeAll();
@@ -215,7 +219,7 @@ describe.each([stdioTarget()])('2026-07-28 input rounds over $name', (target) =>
   });
 });
 
-describe.each([stdioTarget(['--timeout', '1500'])])(
+describe.each([httpTarget(['--timeout', '1500']), stdioTarget(['--timeout', '1500'])])(
   'a parked call that is never retried, over $name',
   (target) => {
     beforeAll(() => target.start());
@@ -247,6 +251,75 @@ describe.each([stdioTarget(['--timeout', '1500'])])(
   },
 );
 
+describe('2026-07-28 input rounds over HTTP with bearer tokens', () => {
+  const target = httpTarget(['--token', 'alpha-token-0123456789', '--token', 'beta-token-0123456789']);
+  beforeAll(() => target.start());
+  afterAll(async () => {
+    await closeAll();
+    await target.stop();
+  });
+
+  it('never sends one principal’s server-to-client request to another’s client', async () => {
+    const alphaAsked: string[] = [];
+    const betaAsked: string[] = [];
+    const alpha = modernClient({ elicitation: {} });
+    alpha.setRequestHandler('elicitation/create', async (request) => {
+      alphaAsked.push(request.params.message);
+      return NAME;
+    });
+    const beta = modernClient({ elicitation: {} });
+    beta.setRequestHandler('elicitation/create', async (request) => {
+      betaAsked.push(request.params.message);
+      return NAME;
+    });
+    await connected(target, alpha, 'alpha-token-0123456789');
+    await connected(target, beta, 'beta-token-0123456789');
+
+    // alpha's call is in flight first, beta's after it; then alpha's upstream asks.
+    let alphaStarted: () => void = () => {};
+    const started = new Promise<void>((resolve) => {
+      alphaStarted = resolve;
+    });
+    const alphaCall = alpha.callTool(
+      { name: 'ask_when_released', arguments: {} },
+      { onprogress: () => alphaStarted(), timeout: 30_000 },
+    );
+    await started;
+    let betaStarted: () => void = () => {};
+    const betaInFlight = new Promise<void>((resolve) => {
+      betaStarted = resolve;
+    });
+    const betaCall = beta
+      .callTool(
+        { name: 'ask_when_released', arguments: {} },
+        { onprogress: () => betaStarted(), timeout: 30_000 },
+      )
+      .catch(() => undefined);
+    await betaInFlight;
+    expect(textOf(await alpha.callTool({ name: 'release', arguments: {} }))).toBe('released');
+
+    expect(textOf(await alphaCall)).toBe('name={"name":"Ada"}');
+    expect(alphaAsked).toEqual(['Released: your name?']);
+    expect(betaAsked).toEqual([]);
+    await beta.close();
+    await betaCall;
+  });
+
+  it('refuses one principal’s requestState when another presents it', async () => {
+    const alpha = modernClient({ sampling: {} });
+    const beta = modernClient({ sampling: {} });
+    await connected(target, alpha, 'alpha-token-0123456789');
+    await connected(target, beta, 'beta-token-0123456789');
+    const call = { name: 'test_sampling', arguments: { prompt: 'p' } };
+    const first = await callLeg(alpha, call);
+    const [key] = Object.keys(first.inputRequests ?? {});
+    const retry = { ...call, inputResponses: { [key as string]: SAMPLED }, requestState: first.requestState };
+    const stolen = await callLeg(beta, retry).catch(errorOf);
+    expect(stolen).toMatchObject({ code: -32602, message: 'Invalid or expired requestState' });
+    expect(textOf(await callLeg(alpha, retry))).toBe('LLM response: sampled');
+  });
+});
+
 /** A target in envelope mode whose call log goes to a fresh folder. */
 function withLogs(make: (flags: readonly string[]) => Target) {
   const logs = mkdtempSync(join(tmpdir(), 'mcp-envelope-rounds-'));
@@ -254,7 +327,7 @@ function withLogs(make: (flags: readonly string[]) => Target) {
   return { name: target.name, target, logs };
 }
 
-describe.each([withLogs(stdioTarget)])(
+describe.each([withLogs(httpTarget), withLogs(stdioTarget)])(
   '2026-07-28 input rounds in envelope mode over $name',
   ({ target, logs }) => {
     beforeAll(() => target.start());
@@ -285,3 +358,77 @@ describe.each([withLogs(stdioTarget)])(
     });
   },
 );
+
+describe('a gateway at its limit of parked calls', () => {
+  let gateway: HttpGateway;
+
+  beforeAll(async () => {
+    gateway = await startHttpGateway({
+      gateway: {
+        upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }],
+        maxParkedCalls: 1,
+      },
+      warmSpare: false,
+    });
+  });
+
+  afterAll(async () => {
+    await closeAll();
+    await gateway?.close();
+  });
+
+  it('refuses one more with RESOURCE_EXHAUSTED, cancels its upstream call, and keeps the parked one', async () => {
+    const client = modernClient({ sampling: {}, elicitation: {} });
+    open.push(client);
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    const before = Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })));
+    const call = { name: 'test_sampling', arguments: { prompt: 'p' } };
+    const parked = await callLeg(client, call);
+    expect(parked.resultType).toBe('input_required');
+    const refused = await callLeg(client, { name: 'ask_twice', arguments: {} }).catch(errorOf);
+    expect(refused).toMatchObject({ data: { canonical_code: 'RESOURCE_EXHAUSTED' } });
+    await eventually(client, 'cancellations', (text) => Number(text) > before);
+    const [key] = Object.keys(parked.inputRequests ?? {});
+    const done = await callLeg(client, {
+      ...call,
+      inputResponses: { [key as string]: SAMPLED },
+      requestState: parked.requestState,
+    });
+    expect(textOf(done)).toBe('LLM response: sampled');
+  });
+});
+
+describe('a gateway at its limit of parked calls, with a short call timeout', () => {
+  let gateway: HttpGateway;
+
+  beforeAll(async () => {
+    gateway = await startHttpGateway({
+      gateway: {
+        upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }],
+        upstream: { timeoutMs: 1500 },
+        maxParkedCalls: 1,
+      },
+      warmSpare: false,
+    });
+  });
+
+  afterAll(async () => {
+    await closeAll();
+    await gateway?.close();
+  });
+
+  it('frees the place of a parked call that was never retried once its timeout is up', async () => {
+    const client = modernClient({ sampling: {}, elicitation: {} });
+    open.push(client);
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    const abandoned = await callLeg(client, { name: 'ask_twice', arguments: {} });
+    expect(abandoned.resultType).toBe('input_required');
+    const call = { name: 'test_sampling', arguments: { prompt: 'p' } };
+    for (;;) {
+      const next = await callLeg(client, call).catch(errorOf);
+      if ((next as InputRequired).resultType === 'input_required') break;
+      expect(next).toMatchObject({ data: { canonical_code: 'RESOURCE_EXHAUSTED' } });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  });
+});

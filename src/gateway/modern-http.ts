@@ -1,0 +1,109 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import type { AuthInfo, McpHttpHandler } from '@modelcontextprotocol/server';
+import { createMcpHandler } from '@modelcontextprotocol/server';
+import { EnvelopeError } from '../errors/index.ts';
+import { Downstream, errorResponse, listenSink } from './downstream.ts';
+import { Relay } from './relay.ts';
+import { connectUpstreams, type GatewayOptions } from './session.ts';
+import type { Upstream } from './upstream.ts';
+
+/**
+ * Stateless 2026-07-28 HTTP. Each request is served by a relay of its own,
+ * over an upstream session shared by every request of the same principal (the
+ * bearer token; anonymous callers share one). The upstream cannot say which
+ * downstream request its server-to-client requests and log messages belong
+ * to, so the gateway attributes them to the principal's newest call in
+ * flight; keeping sessions per principal means a guess can only ever land
+ * with the same principal, never with another's client. Each principal also
+ * has its own listen streams, so change notifications stay within it too.
+ */
+
+export interface ModernHttpOptions {
+  gateway: GatewayOptions;
+  maxBodyBytes: number;
+  onError: (error: unknown) => void;
+}
+
+interface PrincipalSession {
+  upstreams: readonly Upstream[];
+  downstream: Downstream;
+  handler: McpHttpHandler;
+  serve: ReturnType<typeof toNodeHandler>;
+}
+
+function requestIdOf(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+function answer(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+  });
+  res.end(text);
+}
+
+export class ModernHttp {
+  readonly #options: ModernHttpOptions;
+  readonly #sessions = new Map<string, Promise<PrincipalSession>>();
+
+  constructor(options: ModernHttpOptions) {
+    this.#options = options;
+  }
+
+  /** Serves one 2026-07-28 request for its principal (`authInfo.clientId`, the token's id). */
+  async handle(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo): Promise<void> {
+    let session: PrincipalSession;
+    try {
+      session = await this.#session(authInfo?.clientId ?? '');
+    } catch (error) {
+      const failure =
+        error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
+      answer(res, 502, errorResponse(requestIdOf(body), failure));
+      return;
+    }
+    await session.serve(Object.assign(req, { auth: authInfo }), res, body);
+  }
+
+  async close(): Promise<void> {
+    const sessions = [...this.#sessions.values()];
+    this.#sessions.clear();
+    await Promise.all(
+      sessions.map(async (pending) => {
+        const session = await pending.catch(() => undefined);
+        if (!session) return;
+        await session.handler.close().catch(() => {});
+        session.downstream.close();
+        await Promise.all(session.upstreams.map((upstream) => upstream.close()));
+      }),
+    );
+  }
+
+  #session(principal: string): Promise<PrincipalSession> {
+    let session = this.#sessions.get(principal);
+    if (!session) {
+      session = this.#open().catch((error: unknown) => {
+        this.#sessions.delete(principal);
+        throw error;
+      });
+      this.#sessions.set(principal, session);
+    }
+    return session;
+  }
+
+  async #open(): Promise<PrincipalSession> {
+    const { gateway, maxBodyBytes, onError } = this.#options;
+    const upstreams = await connectUpstreams(gateway);
+    const downstream = new Downstream(upstreams, { maxParked: gateway.maxParkedCalls });
+    const handler = createMcpHandler(() => new Relay(upstreams, { ...gateway, downstream }).server, {
+      legacy: 'reject',
+      maxRequestBodySize: maxBodyBytes,
+      onerror: onError,
+    });
+    downstream.setSink(listenSink(handler.notify));
+    return { upstreams, downstream, handler, serve: toNodeHandler(handler, { onerror: onError }) };
+  }
+}
