@@ -103,7 +103,6 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
     expect(steps.filter((step) => !step.startsWith('Fulfilling'))).toEqual([
       'asking for a name',
       'asking for a color',
-      'done',
     ]);
   });
 
