@@ -1,6 +1,7 @@
 import type {
   JSONRPCMessage,
   JSONRPCRequest,
+  LoggingLevel,
   Notification,
   RequestId,
   Result,
@@ -20,6 +21,14 @@ import type { Upstream } from './upstream.ts';
  * 2025 era a server-to-client request is pushed on the newest request's
  * stream; in the 2026-07-28 era it joins the newest call's input round.
  */
+
+/** Change notifications: 2026-07-28 clients get them on `subscriptions/listen` streams only. */
+export const CHANGE_NOTIFICATIONS: ReadonlySet<string> = new Set([
+  'notifications/tools/list_changed',
+  'notifications/prompts/list_changed',
+  'notifications/resources/list_changed',
+  'notifications/resources/updated',
+]);
 
 /** A result schema that accepts whatever the client sent: the gateway forwards, it does not reshape. */
 export const ANY_RESULT = {
@@ -67,7 +76,12 @@ export function isModernEra(server: Server): boolean {
 /** A long-lived downstream connection as sink: unsolicited messages go on the connection itself. */
 export function connectionSink(server: Server): DownstreamSink {
   return {
-    notify: (notification) => server.notification(notification),
+    // serveStdio moves a 2026-07-28 connection's change notifications onto its listen streams;
+    // that era has no unsolicited log messages.
+    notify: (notification) =>
+      isModernEra(server) && !CHANGE_NOTIFICATIONS.has(notification.method)
+        ? Promise.resolve()
+        : server.notification(notification),
     request: (message, signal) =>
       isModernEra(server)
         ? Promise.reject(noCallFor(message.method))
@@ -119,6 +133,7 @@ export class Downstream {
   #outbox: Promise<void> = Promise.resolve();
   readonly #notified = new WeakSet<ServerContext>();
   #sink: DownstreamSink | undefined;
+  readonly #onRestart: (() => void)[] = [];
 
   constructor(upstreams: readonly Upstream[], options: { maxParked?: number | undefined } = {}) {
     const longest = Math.max(...upstreams.map((upstream) => upstream.longestTimeoutMs()));
@@ -132,12 +147,19 @@ export class Downstream {
       upstream.setHooks({
         onNotification: (notification) => this.#fromUpstream(notification),
         onRequest: (request, ctx) => this.#serverToClient(request, ctx.mcpReq.signal),
+        onRestart: () => {
+          for (const listener of this.#onRestart) listener();
+        },
       });
     }
   }
 
   setSink(sink: DownstreamSink): void {
     this.#sink = sink;
+  }
+
+  onRestart(listener: () => void): void {
+    this.#onRestart.push(listener);
   }
 
   /**
@@ -220,8 +242,18 @@ export class Downstream {
   #fromUpstream(notification: Notification): void {
     const live = this.#current();
     // Inside a call, the message rides that call's stream, as the upstream sent it during the call.
-    if (live) {
+    if (live && !this.#modern.has(live)) {
       this.#queue(live, () => live.mcpReq.notify(notification));
+      return;
+    }
+    if (live && !CHANGE_NOTIFICATIONS.has(notification.method)) {
+      // 2026-07-28: a log message reaches the client only at the level its request's _meta asks for.
+      const params = notification.params as { level?: unknown; data?: unknown; logger?: string } | undefined;
+      this.#queue(live, () =>
+        notification.method === 'notifications/message' && typeof params?.level === 'string'
+          ? live.mcpReq.log(params.level as LoggingLevel, params.data, params.logger)
+          : live.mcpReq.notify(notification),
+      );
       return;
     }
     this.#queue(undefined, () => this.#sink?.notify(notification));

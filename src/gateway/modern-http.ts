@@ -4,6 +4,7 @@ import type { AuthInfo, McpHttpHandler } from '@modelcontextprotocol/server';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../errors/index.ts';
 import { Downstream, errorResponse, listenSink } from './downstream.ts';
+import { listenedResources, ResourceListens } from './listen.ts';
 import { Relay } from './relay.ts';
 import { connectUpstreams, type GatewayOptions } from './session.ts';
 import type { Upstream } from './upstream.ts';
@@ -28,6 +29,7 @@ export interface ModernHttpOptions {
 interface PrincipalSession {
   upstreams: readonly Upstream[];
   downstream: Downstream;
+  listens: ResourceListens;
   handler: McpHttpHandler;
   serve: ReturnType<typeof toNodeHandler>;
 }
@@ -44,6 +46,11 @@ function answer(res: ServerResponse, status: number, body: unknown): void {
     'content-length': String(Buffer.byteLength(text)),
   });
   res.end(text);
+}
+
+/** A request refused before it is served gets its JSON-RPC error in-band, as the SDK's own refusals do. */
+function refuse(res: ServerResponse, body: unknown, error: EnvelopeError): void {
+  answer(res, 200, errorResponse(requestIdOf(body), error));
 }
 
 export class ModernHttp {
@@ -64,6 +71,19 @@ export class ModernHttp {
         error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
       answer(res, 502, errorResponse(requestIdOf(body), failure));
       return;
+    }
+    let uris: string[] | undefined;
+    try {
+      uris = listenedResources(body);
+      if (uris?.length) await session.listens.acquire(uris);
+    } catch (error) {
+      if (!(error instanceof EnvelopeError)) throw error;
+      refuse(res, body, error);
+      return;
+    }
+    if (uris?.length) {
+      const listened = uris;
+      res.once('close', () => session.listens.release(listened));
     }
     await session.serve(Object.assign(req, { auth: authInfo }), res, body);
   }
@@ -104,6 +124,8 @@ export class ModernHttp {
       onerror: onError,
     });
     downstream.setSink(listenSink(handler.notify));
-    return { upstreams, downstream, handler, serve: toNodeHandler(handler, { onerror: onError }) };
+    const listens = new ResourceListens(upstreams, onError);
+    downstream.onRestart(() => listens.resubscribe());
+    return { upstreams, downstream, listens, handler, serve: toNodeHandler(handler, { onerror: onError }) };
   }
 }
