@@ -226,6 +226,7 @@ export class InputRounds {
     if (!EMBEDDABLE_METHODS.has(request.method)) return undefined;
     const call = [...this.#calls.values()].reverse().find((candidate) => !candidate.outcome);
     if (!call) return undefined;
+    if (signal.aborted) return Promise.reject(signal.reason);
     if (call.waiting.size >= MAX_WAITING_PER_CALL) {
       return Promise.reject(
         new EnvelopeError(

@@ -24,6 +24,9 @@ export const MAX_URIS_PER_LISTEN = 100;
 /** Distinct URIs kept subscribed upstream per upstream session. */
 export const MAX_LISTENED_URIS = 1000;
 
+/** Listen streams one stdio connection may hold open (the SDK's own default limit). */
+const MAX_OPEN_LISTENS = 1024;
+
 /**
  * The resource URIs a 2026-07-28 `subscriptions/listen` request asks updates
  * for; undefined when the message is not such a request. Too many URIs is
@@ -184,7 +187,18 @@ export class ListenWatchingTransport implements Transport {
       this.#releaseCancelled(message);
       const id = requestIdOf(message);
       if (listening?.length && id !== undefined) {
+        // A listen id used again replaces its stream, so the old one's URIs go.
+        this.#forget(id);
         try {
+          if (this.#open.size >= MAX_OPEN_LISTENS) {
+            throw new EnvelopeError(
+              'RESOURCE_EXHAUSTED',
+              `At most ${MAX_OPEN_LISTENS} listen streams at once`,
+              {
+                max: MAX_OPEN_LISTENS,
+              },
+            );
+          }
           await this.#listens.acquire(listening);
         } catch (error) {
           if (error instanceof EnvelopeError) return this.#refuse(id, error);
@@ -206,7 +220,10 @@ export class ListenWatchingTransport implements Transport {
   #releaseCancelled(message: JSONRPCMessage): void {
     if ((message as { method?: unknown }).method !== 'notifications/cancelled') return;
     const id = (message as { params?: { requestId?: unknown } }).params?.requestId;
-    if (typeof id !== 'string' && typeof id !== 'number') return;
+    if (typeof id === 'string' || typeof id === 'number') this.#forget(id);
+  }
+
+  #forget(id: RequestId): void {
     const uris = this.#open.get(id);
     if (!uris) return;
     this.#open.delete(id);
