@@ -118,8 +118,12 @@ export class Relay {
     this.server = new Server(info, {
       capabilities,
       instructions: single?.instructions,
-      // A 2026-07-28 retry's requestState is checked before any handler sees it.
-      requestState: { verify: this.downstream.rounds.verify },
+      // A 2026-07-28 retry's requestState is checked before any handler sees it; 2025-era
+      // requests have no rounds, so whatever they carry there stays theirs, as before.
+      requestState: {
+        verify: (state, ctx) =>
+          isModernEra(this.server) ? this.downstream.rounds.verify(state, ctx) : undefined,
+      },
     });
     this.#registerHandlers(capabilities);
     if (this.#ownsDownstream) this.downstream.setSink(connectionSink(this.server));

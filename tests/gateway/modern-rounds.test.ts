@@ -1,8 +1,7 @@
 import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Client } from '@modelcontextprotocol/client';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCallLog } from '../../src/gateway/call-log.ts';
 import { type HttpGateway, startHttpGateway } from '../../src/gateway/http.ts';
@@ -25,6 +24,10 @@ import { FIXTURE, NODE } from './processes.ts';
  */
 
 const NAME = { action: 'accept' as const, content: { name: 'Ada' } };
+
+const ANY_RESULT = {
+  '~standard': { version: 1 as const, vendor: 'tests', validate: (value: unknown) => ({ value }) },
+};
 
 const open: Client[] = [];
 async function connected(target: Target, client: Client, token?: string) {
@@ -215,6 +218,24 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
       requestState: first.requestState,
     }).catch(errorOf);
     expect(retry).toMatchObject({ data: { canonical_code: 'ADAPTER.EXECUTION.FAILED' } });
+  });
+});
+
+describe.each([httpTarget(), stdioTarget()])('2025-era clients over $name', (target) => {
+  beforeAll(() => target.start());
+  afterAll(async () => {
+    await closeAll();
+    await target.stop();
+  });
+
+  it('still get server-to-client requests pushed, whatever requestState they send', async () => {
+    const client = new Client({ name: 'legacy-test', version: '1.0.0' }, { capabilities: { sampling: {} } });
+    client.setRequestHandler('sampling/createMessage', async () => SAMPLED);
+    await connected(target, client);
+    expect(client.getProtocolEra()).toBe('legacy');
+    const sent = { name: 'test_sampling', arguments: { prompt: 'p' }, requestState: 'not ours' };
+    const result = await client.request({ method: 'tools/call', params: sent }, ANY_RESULT);
+    expect(textOf(result as { content?: unknown })).toBe('LLM response: sampled');
   });
 });
 
