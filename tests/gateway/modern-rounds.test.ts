@@ -182,7 +182,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
       expect(Object.values(first.inputRequests ?? {}).map((request) => request.method)).toEqual([
         'sampling/createMessage',
       ]);
-      // The upstream gives up on sampling after 200 ms and says so with list_changed.
+      // The upstream gives up on sampling after 500 ms and says so with list_changed.
       await announced;
       const second = await callLeg(client, {
         name: 'change_mind',
