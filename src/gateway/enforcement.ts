@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
+import { isInputRequiredResult } from '@modelcontextprotocol/server';
 import { FeatureGate } from '../envelope/tiers.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import type { IdSource } from '../ids/index.ts';
@@ -8,6 +9,7 @@ import { createPipeline, type Pipeline, type PipelineOptions, type PipelineTool 
 import { readToolResult } from '../mcp/read-tool-result.ts';
 import type { CallLog, CallTransport } from './call-log.ts';
 import type { GatewayTiers, UpstreamConfig } from './config.ts';
+import { isRoundSignal } from './input-required.ts';
 import {
   type CallToolParams,
   NAMESPACE_SEPARATOR,
@@ -153,7 +155,8 @@ export class Enforcement {
         const result = target?.pipeline
           ? await this.#enforce(target.config, target.pipeline, params, invokeUpstream, context)
           : await invokeUpstream(params);
-        this.#log(facts, result);
+        // A 2026-07-28 call that waits for client input is logged once, when it is over.
+        if (!isInputRequiredResult(result)) this.#log(facts, result);
         return result;
       } catch (error) {
         this.#log(facts, undefined, error);
@@ -205,6 +208,9 @@ export class Enforcement {
         ? (args) => invokeUpstream({ ...params, arguments: args })
         : () => Promise.reject(down),
       signal: context.signal,
+      // A call waiting for client input is no answer yet, and a client that cannot give it is told so.
+      isInterim: isInputRequiredResult,
+      isProtocolSignal: isRoundSignal,
     });
   }
 

@@ -6,15 +6,15 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
+import { NodeStreamableHTTPServerTransport, toWebRequest } from '@modelcontextprotocol/node';
 import type { AuthInfo, Transport } from '@modelcontextprotocol/server';
-import { createMcpHandler, isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
+import { isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
 import { describeErrorCode, EnvelopeError, toJsonRpcError } from '../errors/index.ts';
 import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
 import { BoundedEventStore } from './event-store.ts';
 import { renderInfoPage } from './html.ts';
+import { ModernHttp } from './modern-http.ts';
 import { checkHostAndOrigin, type OriginPolicy } from './origin.ts';
-import { Relay } from './relay.ts';
 import { type GatewayOptions, type GatewaySession, openSession } from './session.ts';
 import { SessionTransport } from './session-transport.ts';
 
@@ -143,7 +143,7 @@ function upstreamTarget(options: GatewayOptions): { name: string; target: string
  * Serves the relay over Streamable HTTP on node:http. 2025-era clients get a
  * stateful session (its own upstream connections, so server-to-client requests
  * work and streams resume with Last-Event-ID); 2026-07-28 requests are served
- * statelessly over one shared upstream connection. In front of both: Host and
+ * statelessly over one upstream session per principal. In front of both: Host and
  * Origin checks, a body size limit, optional bearer tokens.
  */
 export async function startHttpGateway(options: HttpGatewayOptions): Promise<HttpGateway> {
@@ -167,7 +167,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     return (await claimed) ?? openSession(options.gateway);
   };
 
-  // One upstream connection set for stateless (2026-07-28) requests and the info page.
+  // One upstream connection set for the info page.
   const sharedSession = (): Promise<GatewaySession> => {
     shared ??= openSession(options.gateway).catch((error) => {
       shared = undefined;
@@ -176,14 +176,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     return shared;
   };
 
-  const modern = createMcpHandler(
-    async () => {
-      const session = await sharedSession();
-      return new Relay(session.upstreams, { ...options.gateway, attachToUpstreams: false }).server;
-    },
-    { legacy: 'reject', maxRequestBodySize: maxBody, onerror: report },
-  );
-  const modernNode = toNodeHandler(modern, { onerror: report });
+  const modern = new ModernHttp({ gateway: options.gateway, maxBodyBytes: maxBody, onError: report });
 
   async function newSession(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo) {
     if (sessions.size >= maxSessions) {
@@ -310,7 +303,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       }
       const webRequest = await toWebRequest(req, body);
       if (!(await isLegacyRequest(webRequest, body))) {
-        await modernNode(Object.assign(req, { auth: authInfo }), res, body);
+        await modern.handle(req, res, body, authInfo);
         return;
       }
     }

@@ -11,6 +11,7 @@ import type {
 } from '@modelcontextprotocol/server';
 import { ProtocolError, Server } from '@modelcontextprotocol/server';
 import { EnvelopeError, toJsonRpcError } from '../errors/index.ts';
+import { connectionSink, Downstream, isModernEra, toProtocolError } from './downstream.ts';
 import type { Upstream } from './upstream.ts';
 
 /** Separates an upstream's name from a tool or prompt name when several upstreams are fronted. */
@@ -58,31 +59,16 @@ export interface RelayOptions {
   /** What to advertise instead of the upstreams' own capabilities (some were down; see availability.ts). */
   capabilities?: ServerCapabilities;
   /**
-   * Whether upstream notifications and server-to-client requests come to this
-   * relay (default true). A per-request relay over shared upstreams says false,
-   * so that one request's messages can never land on another's stream.
+   * The downstream side of the upstream session, when relays share one (the
+   * per-request relays of stateless HTTP). Without it the relay makes its own,
+   * and messages outside any request go on the relay's own connection.
    */
-  attachToUpstreams?: boolean;
+  downstream?: Downstream;
+  /** Most 2026-07-28 calls parked for client input at once (default 1,000). */
+  maxParkedCalls?: number;
 }
-
-const ANY_RESULT = {
-  '~standard': {
-    version: 1 as const,
-    vendor: 'mcp-envelope',
-    validate: (value: unknown) => ({ value: value as Result }),
-  },
-};
 
 const MAX_PAGES = 100;
-
-/** An EnvelopeError becomes a JSON-RPC error carrying `data.canonical_code`; anything else passes as is. */
-function toProtocolError(error: unknown): unknown {
-  if (error instanceof EnvelopeError) {
-    const rpc = toJsonRpcError(error.code, error.message, error.details);
-    return new ProtocolError(rpc.code, rpc.message, rpc.data);
-  }
-  return error;
-}
 
 function notFound(message: string): ProtocolError {
   const rpc = toJsonRpcError('NOT_FOUND', message);
@@ -117,33 +103,36 @@ export function mergeCapabilities(
  */
 export class Relay {
   readonly server: Server;
+  readonly downstream: Downstream;
+  readonly #ownsDownstream: boolean;
   readonly #upstreams: readonly Upstream[];
   readonly #byName: Map<string, Upstream>;
   readonly #options: RelayOptions;
-  readonly #inFlight: ServerContext[] = [];
   readonly #resourceOwners = new Map<string, Upstream>();
-  /** Notifications to the downstream, in the order the upstream sent them. */
-  #outbox: Promise<void> = Promise.resolve();
-  readonly #notified = new WeakSet<ServerContext>();
 
   constructor(upstreams: readonly Upstream[], options: RelayOptions = {}) {
     if (upstreams.length === 0) throw new EnvelopeError('USAGE_ERROR', 'A relay needs at least one upstream');
     this.#upstreams = upstreams;
     this.#byName = new Map(upstreams.map((upstream) => [upstream.name, upstream]));
     this.#options = options;
+    this.#ownsDownstream = options.downstream === undefined;
+    this.downstream = options.downstream ?? new Downstream(upstreams, { maxParked: options.maxParkedCalls });
     const single = upstreams.length === 1 ? upstreams[0] : undefined;
     const info = options.serverInfo ??
       single?.serverInfo ?? { name: 'mcp-envelope-gateway', version: '0.1.0' };
     const capabilities = options.capabilities ?? mergeCapabilities(upstreams);
-    this.server = new Server(info, { capabilities, instructions: single?.instructions });
+    this.server = new Server(info, {
+      capabilities,
+      instructions: single?.instructions,
+      // A 2026-07-28 retry's requestState is checked before any handler sees it; 2025-era
+      // requests have no rounds, so whatever they carry there stays theirs, as before.
+      requestState: {
+        verify: (state, ctx) =>
+          isModernEra(this.server) ? this.downstream.rounds.verify(state, ctx) : undefined,
+      },
+    });
     this.#registerHandlers(capabilities);
-    if (options.attachToUpstreams === false) return;
-    for (const upstream of upstreams) {
-      upstream.setHooks({
-        onNotification: (notification) => this.#fromUpstream(notification),
-        onRequest: (request, ctx) => this.#serverToClient(request, ctx.mcpReq.signal),
-      });
-    }
+    if (this.#ownsDownstream) this.downstream.setSink(connectionSink(this.server));
   }
 
   get #multi(): boolean {
@@ -159,43 +148,28 @@ export class Relay {
     body: (params: Record<string, unknown> | undefined, ctx: ServerContext) => Promise<Result>,
   ): (request: { params?: unknown }, ctx: ServerContext) => Promise<never> {
     return async (request, ctx) => {
-      this.#inFlight.push(ctx);
+      const params = request.params as Record<string, unknown> | undefined;
       try {
-        const result = await body(request.params as Record<string, unknown> | undefined, ctx);
+        this.downstream.enter(ctx, isModernEra(this.server), params);
+        const result = await body(params, ctx);
         // A result must not overtake the notifications the upstream sent before it.
-        await this.#outbox;
-        // Clients settle a response at once but handle notifications a microtask later; a
-        // response in the same read as the last notification could overtake it there.
-        if (this.#notified.has(ctx)) await new Promise<void>((resolve) => setImmediate(resolve));
+        await this.downstream.settled(ctx);
         return result as never;
       } catch (error) {
         throw toProtocolError(error);
       } finally {
-        const index = this.#inFlight.lastIndexOf(ctx);
-        if (index >= 0) this.#inFlight.splice(index, 1);
+        this.downstream.leave(ctx);
       }
     };
   }
 
-  /** Forwards one request to an upstream, mapping the progress token both ways. */
   #forward(
     upstream: Upstream,
     method: string,
     params: Record<string, unknown> | undefined,
     ctx: ServerContext,
   ): Promise<Result> {
-    const token = (params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
-    const onprogress =
-      token === undefined
-        ? undefined
-        : (progress: { progress: number; total?: number; message?: string }) =>
-            this.#queue(ctx, () =>
-              ctx.mcpReq.notify({
-                method: 'notifications/progress',
-                params: { ...progress, progressToken: token },
-              }),
-            );
-    return upstream.request(method, params, { signal: ctx.mcpReq.signal, onprogress });
+    return this.downstream.forward(upstream, method, params, ctx);
   }
 
   #split(name: unknown): { upstream: Upstream; name: string } {
@@ -366,40 +340,8 @@ export class Relay {
     };
   }
 
-  /** The downstream request an upstream message most likely belongs to: the newest one in flight. */
-  #current(): ServerContext | undefined {
-    return this.#inFlight.at(-1);
-  }
-
-  #queue(ctx: ServerContext | undefined, send: () => Promise<void>): void {
-    if (ctx) this.#notified.add(ctx);
-    this.#outbox = this.#outbox.then(send).catch(() => {
-      // A downstream that went away cannot be told; the upstream is not at fault.
-    });
-  }
-
-  #fromUpstream(notification: Notification): void {
-    const ctx = this.#current();
-    // Inside a call, the message rides that call's stream, as the upstream sent it during the call.
-    const live = ctx && !ctx.mcpReq.signal.aborted ? ctx : undefined;
-    this.#queue(live, () =>
-      live ? live.mcpReq.notify(notification) : this.server.notification(notification),
-    );
-  }
-
-  async #serverToClient(request: JSONRPCRequest, signal: AbortSignal): Promise<Result> {
-    const ctx = this.#current();
-    const message = { method: request.method, params: request.params };
-    try {
-      if (ctx && !ctx.mcpReq.signal.aborted)
-        return (await ctx.mcpReq.send(message, ANY_RESULT, { signal })) as Result;
-      return (await this.server.request(message, ANY_RESULT, { signal })) as Result;
-    } catch (error) {
-      throw toProtocolError(error);
-    }
-  }
-
   async close(): Promise<void> {
+    if (this.#ownsDownstream) this.downstream.close();
     await this.server.close().catch(() => {});
   }
 }

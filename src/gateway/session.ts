@@ -17,13 +17,11 @@ export interface GatewaySession {
 }
 
 /**
- * Connects the upstreams, then builds the relay whose capabilities mirror theirs.
- * Each session owns its upstreams, so server-to-client requests, subscriptions
- * and log levels never cross between downstream clients. The session opens as
- * long as one upstream started; the others retry in the background and are
- * served once they are back (availability.ts). When none started, it fails.
+ * Connects every configured upstream. It succeeds as long as one started: the
+ * others retry in the background and are served once they are back
+ * (availability.ts); each one down is reported. When none started, it fails.
  */
-export async function openSession(options: GatewayOptions): Promise<GatewaySession> {
+export async function connectUpstreams(options: GatewayOptions): Promise<Upstream[]> {
   const upstreams = options.upstreams.map(
     ({ options: own, ...spec }) => new Upstream(spec, { ...options.upstream, ...own }),
   );
@@ -34,8 +32,18 @@ export async function openSession(options: GatewayOptions): Promise<GatewaySessi
     throw failures[0];
   }
   for (const upstream of upstreams) rememberCapabilities(options, upstream);
-  const capabilities = advertisedCapabilities(options, upstreams);
-  const relay = new Relay(upstreams, { ...options, capabilities });
+  return upstreams;
+}
+
+/**
+ * Reports each upstream that is down, and calls `announce` with each one that
+ * comes back (after remembering what it now offers).
+ */
+export function watchRecoveries(
+  options: GatewayOptions,
+  upstreams: readonly Upstream[],
+  announce: (upstream: Upstream) => void,
+): void {
   for (const upstream of upstreams) {
     let reported = false;
     if (!upstream.available) {
@@ -46,9 +54,23 @@ export async function openSession(options: GatewayOptions): Promise<GatewaySessi
       if (reported) options.report?.(`upstream ${upstream.name} is back`);
       reported = false;
       rememberCapabilities(options, upstream);
-      void announceRecovery(relay.server, capabilities, upstream);
+      announce(upstream);
     });
   }
+}
+
+/**
+ * Connects the upstreams, then builds the relay whose capabilities mirror theirs.
+ * Each session owns its upstreams, so server-to-client requests, subscriptions
+ * and log levels never cross between downstream clients.
+ */
+export async function openSession(options: GatewayOptions): Promise<GatewaySession> {
+  const upstreams = await connectUpstreams(options);
+  const capabilities = advertisedCapabilities(options, upstreams);
+  const relay = new Relay(upstreams, { ...options, capabilities });
+  watchRecoveries(options, upstreams, (upstream) => {
+    void announceRecovery(relay.server, capabilities, upstream);
+  });
   let closed: Promise<void> | undefined;
   return {
     relay,

@@ -1,4 +1,5 @@
-import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
+import { ListenWatchingTransport, ResourceListens } from './listen.ts';
 import { type GatewayOptions, type GatewaySession, openSession } from './session.ts';
 
 export interface StdioGateway {
@@ -9,8 +10,9 @@ export interface StdioGateway {
 }
 
 /**
- * Serves the relay on this process's own stdin/stdout. Only MCP messages are
- * written to stdout; everything else belongs on stderr.
+ * Serves the relay on this process's own stdin/stdout, to either era: the SDK
+ * pins the connection to the era its first message speaks. Only MCP messages
+ * are written to stdout; everything else belongs on stderr.
  */
 export async function serveGatewayOnStdio(options: GatewayOptions): Promise<StdioGateway> {
   const session = await openSession(options);
@@ -18,7 +20,11 @@ export async function serveGatewayOnStdio(options: GatewayOptions): Promise<Stdi
   const closed = new Promise<void>((resolve) => {
     markClosed = resolve;
   });
-  const handle = serveStdio(() => session.relay.server, { onerror: () => {} });
+  // serveStdio answers subscriptions/listen itself; watching its input keeps the upstream subscribed.
+  const listens = new ResourceListens(session.upstreams);
+  session.relay.downstream.onRestart(() => listens.resubscribe());
+  const transport = new ListenWatchingTransport(new StdioServerTransport(), listens);
+  const handle = serveStdio(() => session.relay.server, { transport, onerror: () => {} });
   process.stdin.once('end', () => markClosed());
   process.stdin.once('close', () => markClosed());
   const close = async () => {

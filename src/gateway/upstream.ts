@@ -387,6 +387,11 @@ export class Upstream {
     return this.#options.timeoutMs ?? 60_000;
   }
 
+  /** The longest timeout any request to this upstream may have. */
+  longestTimeoutMs(): number {
+    return Math.max(this.#options.timeoutMs ?? 60_000, ...Object.values(this.#options.toolTimeoutsMs ?? {}));
+  }
+
   /** Sends one request upstream and returns its raw result. */
   async request(
     method: string,

@@ -1,0 +1,277 @@
+import type {
+  JSONRPCMessage,
+  JSONRPCRequest,
+  LoggingLevel,
+  Notification,
+  RequestId,
+  Result,
+  Server,
+  ServerContext,
+  ServerNotifier,
+} from '@modelcontextprotocol/server';
+import { ProtocolError } from '@modelcontextprotocol/server';
+import { canonicalize } from '../canonical/index.ts';
+import { EnvelopeError, toJsonRpcError } from '../errors/index.ts';
+import { InputRounds, type Progress, ROUND_METHODS } from './input-required.ts';
+import type { Upstream } from './upstream.ts';
+
+/**
+ * The downstream side of one upstream session: which downstream requests are
+ * in flight, and where each message the upstream sends on its own goes. In the
+ * 2025 era a server-to-client request is pushed on the newest request's
+ * stream; in the 2026-07-28 era it joins the newest call's input round.
+ */
+
+/** Change notifications: 2026-07-28 clients get them on `subscriptions/listen` streams only. */
+export const CHANGE_NOTIFICATIONS: ReadonlySet<string> = new Set([
+  'notifications/tools/list_changed',
+  'notifications/prompts/list_changed',
+  'notifications/resources/list_changed',
+  'notifications/resources/updated',
+]);
+
+/** A result schema that accepts whatever the client sent: the gateway forwards, it does not reshape. */
+export const ANY_RESULT = {
+  '~standard': {
+    version: 1 as const,
+    vendor: 'mcp-envelope',
+    validate: (value: unknown) => ({ value: value as Result }),
+  },
+};
+
+/** Where messages go that no downstream request in flight can carry. */
+export interface DownstreamSink {
+  notify(notification: Notification): Promise<void>;
+  /** A server-to-client request outside any call (2025 era only). */
+  request?(
+    message: { method: string; params?: Record<string, unknown> },
+    signal: AbortSignal,
+  ): Promise<Result>;
+}
+
+/** An EnvelopeError becomes a JSON-RPC error carrying `data.canonical_code`; anything else passes as is. */
+export function toProtocolError(error: unknown): unknown {
+  if (error instanceof EnvelopeError) {
+    const rpc = toJsonRpcError(error.code, error.message, error.details);
+    return new ProtocolError(rpc.code, rpc.message, rpc.data);
+  }
+  return error;
+}
+
+/** A JSON-RPC error response for a request the gateway answers itself. */
+export function errorResponse(id: RequestId | null, error: EnvelopeError): JSONRPCMessage {
+  const rpc = toJsonRpcError(error.code, error.message, error.details);
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: { code: rpc.code, message: rpc.message, data: rpc.data },
+  } as JSONRPCMessage;
+}
+
+export function isModernEra(server: Server): boolean {
+  const version = server.getNegotiatedProtocolVersion();
+  return version !== undefined && version >= '2026-07-28';
+}
+
+/** A long-lived downstream connection as sink: unsolicited messages go on the connection itself. */
+export function connectionSink(server: Server): DownstreamSink {
+  return {
+    // serveStdio moves a 2026-07-28 connection's change notifications onto its listen streams;
+    // that era has no unsolicited log messages.
+    notify: (notification) =>
+      isModernEra(server) && !CHANGE_NOTIFICATIONS.has(notification.method)
+        ? Promise.resolve()
+        : server.notification(notification),
+    request: (message, signal) =>
+      isModernEra(server)
+        ? Promise.reject(noCallFor(message.method))
+        : (server.request(message, ANY_RESULT, { signal }) as Promise<Result>),
+  };
+}
+
+/** Stateless 2026-07-28 HTTP: change notifications go to the listen streams through the handler's facade. */
+export function listenSink(notify: ServerNotifier): DownstreamSink {
+  return {
+    async notify(notification) {
+      const uri = (notification.params as { uri?: unknown } | undefined)?.uri;
+      if (notification.method === 'notifications/tools/list_changed') notify.toolsChanged();
+      else if (notification.method === 'notifications/prompts/list_changed') notify.promptsChanged();
+      else if (notification.method === 'notifications/resources/list_changed') notify.resourcesChanged();
+      else if (notification.method === 'notifications/resources/updated' && typeof uri === 'string')
+        notify.resourceUpdated(uri);
+    },
+  };
+}
+
+function noCallFor(method: string): EnvelopeError {
+  return new EnvelopeError('DEPENDENCY_UNAVAILABLE', `No downstream call in flight can answer ${method}`, {
+    method,
+  });
+}
+
+/** The call as the client named it, so a retry can be matched against the call it resumes. */
+function identityOf(method: string, params: Record<string, unknown> | undefined): string {
+  const named = { method, name: params?.name, uri: params?.uri, arguments: params?.arguments ?? {} };
+  try {
+    return canonicalize(named);
+  } catch {
+    return JSON.stringify(named);
+  }
+}
+
+function progressTokenOf(meta: unknown): string | number | undefined {
+  const token = (meta as { progressToken?: unknown } | undefined)?.progressToken;
+  return typeof token === 'string' || typeof token === 'number' ? token : undefined;
+}
+
+export class Downstream {
+  readonly rounds: InputRounds;
+  readonly #inFlight: ServerContext[] = [];
+  readonly #modern = new WeakSet<ServerContext>();
+  readonly #identity = new WeakMap<ServerContext, string>();
+  /** Notifications to the downstream, in the order the upstream sent them. */
+  #outbox: Promise<void> = Promise.resolve();
+  readonly #notified = new WeakSet<ServerContext>();
+  #sink: DownstreamSink | undefined;
+  readonly #onRestart: (() => void)[] = [];
+
+  constructor(upstreams: readonly Upstream[], options: { maxParked?: number | undefined } = {}) {
+    const longest = Math.max(...upstreams.map((upstream) => upstream.longestTimeoutMs()));
+    this.rounds = new InputRounds({
+      maxParked: options.maxParked,
+      // A parked call lives at most its timeout past the round; its state need not outlive that.
+      ttlSeconds: Math.ceil(longest / 1000) + 1,
+      progress: (ctx, progress) => this.#progress(ctx, progressTokenOf(ctx.mcpReq._meta), progress),
+    });
+    for (const upstream of upstreams) {
+      upstream.setHooks({
+        onNotification: (notification) => this.#fromUpstream(notification),
+        onRequest: (request, ctx) => this.#serverToClient(request, ctx.mcpReq.signal),
+        onRestart: () => {
+          for (const listener of this.#onRestart) listener();
+        },
+      });
+    }
+  }
+
+  setSink(sink: DownstreamSink): void {
+    this.#sink = sink;
+  }
+
+  onRestart(listener: () => void): void {
+    this.#onRestart.push(listener);
+  }
+
+  /**
+   * A downstream request begins. A 2026-07-28 retry of a parked call is
+   * matched to it here, so a bad one is refused before anything else runs.
+   */
+  enter(ctx: ServerContext, modern: boolean, params: Record<string, unknown> | undefined): void {
+    this.#inFlight.push(ctx);
+    if (!modern) return;
+    this.#modern.add(ctx);
+    const method = ctx.mcpReq.method;
+    if (!ROUND_METHODS.has(method)) return;
+    const identity = identityOf(method, params);
+    this.#identity.set(ctx, identity);
+    this.rounds.claim(ctx, identity);
+  }
+
+  leave(ctx: ServerContext): void {
+    const index = this.#inFlight.lastIndexOf(ctx);
+    if (index >= 0) this.#inFlight.splice(index, 1);
+    this.rounds.release(ctx);
+  }
+
+  /** Resolves once the notifications the upstream sent ahead of this request's result are out. */
+  async settled(ctx: ServerContext): Promise<void> {
+    await this.#outbox;
+    // Clients settle a response at once but handle notifications a microtask later; a
+    // response in the same read as the last notification could overtake it there.
+    if (this.#notified.has(ctx)) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+
+  /** Forwards one request to an upstream, mapping the progress token both ways. */
+  forward(
+    upstream: Upstream,
+    method: string,
+    params: Record<string, unknown> | undefined,
+    ctx: ServerContext,
+  ): Promise<Result> {
+    const identity = this.#identity.get(ctx);
+    if (identity !== undefined && method === ctx.mcpReq.method) {
+      return this.rounds.run(ctx, {
+        identity,
+        timeoutMs: upstream.timeoutFor(method, params),
+        start: (signal, onprogress) => upstream.request(method, params, { signal, onprogress }),
+      });
+    }
+    const token = progressTokenOf(params?._meta);
+    const onprogress =
+      token === undefined ? undefined : (progress: Progress) => this.#progress(ctx, token, progress);
+    return upstream.request(method, params, { signal: ctx.mcpReq.signal, onprogress });
+  }
+
+  close(): void {
+    this.rounds.close();
+  }
+
+  #progress(ctx: ServerContext, token: string | number | undefined, progress: Progress): void {
+    if (token === undefined) return;
+    this.#queue(ctx, () =>
+      ctx.mcpReq.notify({ method: 'notifications/progress', params: { ...progress, progressToken: token } }),
+    );
+  }
+
+  /** The downstream request an upstream message most likely belongs to: the newest one in flight. */
+  #current(): ServerContext | undefined {
+    const ctx = this.#inFlight.at(-1);
+    return ctx && !ctx.mcpReq.signal.aborted ? ctx : undefined;
+  }
+
+  #queue(ctx: ServerContext | undefined, send: () => Promise<void> | undefined): void {
+    if (ctx) this.#notified.add(ctx);
+    this.#outbox = this.#outbox
+      .then(send)
+      .then(() => {})
+      .catch(() => {
+        // A downstream that went away cannot be told; the upstream is not at fault.
+      });
+  }
+
+  #fromUpstream(notification: Notification): void {
+    const live = this.#current();
+    // Inside a call, the message rides that call's stream, as the upstream sent it during the call.
+    if (live && !this.#modern.has(live)) {
+      this.#queue(live, () => live.mcpReq.notify(notification));
+      return;
+    }
+    if (live && !CHANGE_NOTIFICATIONS.has(notification.method)) {
+      // 2026-07-28: a log message reaches the client only at the level its request's _meta asks for.
+      const params = notification.params as { level?: unknown; data?: unknown; logger?: string } | undefined;
+      this.#queue(live, () =>
+        notification.method === 'notifications/message' && typeof params?.level === 'string'
+          ? live.mcpReq.log(params.level as LoggingLevel, params.data, params.logger)
+          : live.mcpReq.notify(notification),
+      );
+      return;
+    }
+    this.#queue(undefined, () => this.#sink?.notify(notification));
+  }
+
+  async #serverToClient(request: JSONRPCRequest, signal: AbortSignal): Promise<Result> {
+    const message = { method: request.method, params: request.params };
+    const live = this.#current();
+    try {
+      if (live && !this.#modern.has(live)) {
+        return (await live.mcpReq.send(message, ANY_RESULT, { signal })) as Result;
+      }
+      const round = this.rounds.offer(message, signal);
+      if (round) return await round;
+      if (!this.#sink?.request) throw noCallFor(request.method);
+      return await this.#sink.request(message, signal);
+    } catch (error) {
+      throw toProtocolError(error);
+    }
+  }
+}

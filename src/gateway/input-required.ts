@@ -1,0 +1,381 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { ClientCapabilities, Result, ServerContext } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  createRequestStateCodec,
+  MissingRequiredClientCapabilityError,
+  ProtocolError,
+  ProtocolErrorCode,
+} from '@modelcontextprotocol/server';
+import { EnvelopeError } from '../errors/index.ts';
+
+/**
+ * Server-to-client requests for 2026-07-28 clients. That era has no way to push
+ * a request to the client, so while an upstream call waits on one (sampling,
+ * elicitation, roots), the call is parked: the upstream request keeps running,
+ * the downstream request is answered `input_required` with the waiting
+ * requests and a signed `requestState` naming the call, and the client's retry
+ * answers them and waits on the same upstream call again.
+ */
+
+/** The methods whose 2026-07-28 results may be `input_required`. */
+export const ROUND_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
+/** The server-to-client requests the 2026-07-28 era can carry inside `input_required`. */
+export const EMBEDDABLE_METHODS: ReadonlySet<string> = new Set([
+  'sampling/createMessage',
+  'elicitation/create',
+  'roots/list',
+]);
+
+/** Calls parked at once per upstream session; one more is refused with RESOURCE_EXHAUSTED. */
+export const MAX_PARKED_CALLS = 1000;
+
+/** Requests one call may have waiting for the client at once; more are refused to the upstream. */
+const MAX_WAITING_PER_CALL = 32;
+
+/** Requests the upstream sends within this window after the first go out in the same round. */
+const GATHER_MS = 10;
+
+/**
+ * One key per gateway process: a parked call lives in this process only, so no
+ * other process could redeem its state anyway.
+ */
+const PROCESS_KEY = randomBytes(32);
+
+export interface EmbeddedRequest {
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+export interface Progress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+export interface RoundCall {
+  /** The call as the client named it (method, name or URI, arguments); a retry must name the same. */
+  identity: string;
+  /** Bounds the upstream request, and how long a parked call waits for the client's retry. */
+  timeoutMs: number;
+  /** Sends the request upstream. */
+  start(signal: AbortSignal, onprogress: (progress: Progress) => void): Promise<Result>;
+}
+
+export interface InputRoundsOptions {
+  /** Sends the upstream call's progress to the downstream request now waiting on it. */
+  progress(ctx: ServerContext, progress: Progress): void;
+  /** Lifetime of a minted requestState; defaults to 600 s. */
+  ttlSeconds?: number;
+  maxParked?: number | undefined;
+}
+
+interface StatePayload {
+  call: string;
+  round: number;
+}
+
+interface Waiting {
+  request: EmbeddedRequest;
+  resolve(result: Result): void;
+  reject(error: unknown): void;
+}
+
+type Outcome = { ok: true; value: Result } | { ok: false; error: unknown };
+
+/** The SDK's own answer to state that fails verification, so every bad retry looks alike on the wire. */
+function invalidState(): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState', {
+    reason: 'invalid_request_state',
+  });
+}
+
+function callOver(): EnvelopeError {
+  return new EnvelopeError('DEPENDENCY_UNAVAILABLE', 'The call this request belonged to is over');
+}
+
+/** Errors that are protocol answers of this module rather than failures of the call. */
+export function isRoundSignal(error: unknown): boolean {
+  return error instanceof ProtocolError && error.code === ProtocolErrorCode.MissingRequiredClientCapability;
+}
+
+/** What the declared client capabilities lack for one embedded request (an `elicitation: {}` means form mode). */
+function lacking(
+  request: EmbeddedRequest,
+  declared: ClientCapabilities | undefined,
+): ClientCapabilities | undefined {
+  const params = request.params ?? {};
+  if (request.method === 'elicitation/create') {
+    const mode = params.mode === 'url' ? 'url' : 'form';
+    const modes = declared?.elicitation as Record<string, unknown> | undefined;
+    const formByDefault = mode === 'form' && modes?.form === undefined && modes?.url === undefined;
+    return modes && (modes[mode] !== undefined || formByDefault)
+      ? undefined
+      : { elicitation: { [mode]: {} } };
+  }
+  if (request.method === 'sampling/createMessage') {
+    const withTools = params.tools !== undefined || params.toolChoice !== undefined;
+    const sampling = declared?.sampling as Record<string, unknown> | undefined;
+    if (!sampling) return withTools ? { sampling: { tools: {} } } : { sampling: {} };
+    return withTools && sampling.tools === undefined ? { sampling: { tools: {} } } : undefined;
+  }
+  return declared?.roots ? undefined : { roots: {} };
+}
+
+class ParkedCall {
+  readonly id = randomUUID();
+  readonly controller = new AbortController();
+  readonly waiting = new Map<string, Waiting>();
+  round = 0;
+  /** The downstream request waiting on the call; undefined while parked. */
+  ctx: ServerContext | undefined;
+  outcome: Outcome | undefined;
+  done = false;
+  endReason: unknown;
+  timer: NodeJS.Timeout | undefined;
+  #keys = 0;
+  #wake: (() => void) | undefined;
+
+  readonly identity: string;
+  readonly timeoutMs: number;
+
+  constructor(identity: string, timeoutMs: number) {
+    this.identity = identity;
+    this.timeoutMs = timeoutMs;
+  }
+
+  nextKey(method: string): string {
+    this.#keys++;
+    return `${method.split('/')[0]}-${this.#keys}`;
+  }
+
+  changed(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#wake = resolve;
+    });
+  }
+
+  poke(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+}
+
+/**
+ * The parked calls of one upstream session and the rounds between them and
+ * their clients. State is minted with the SDK's HMAC codec, bound to the method
+ * and the caller's principal; the call it names must also still be parked, at
+ * the same round, for the same request, or the retry gets the SDK's -32602.
+ */
+export class InputRounds {
+  readonly #codec;
+  readonly #options: InputRoundsOptions;
+  readonly #max: number;
+  /** Live calls, most recently started or resumed last: the newest is the likeliest sender. */
+  readonly #calls = new Map<string, ParkedCall>();
+  readonly #byCtx = new WeakMap<ServerContext, ParkedCall>();
+
+  constructor(options: InputRoundsOptions) {
+    this.#options = options;
+    this.#max = options.maxParked ?? MAX_PARKED_CALLS;
+    this.#codec = createRequestStateCodec<StatePayload>({
+      key: PROCESS_KEY,
+      ttlSeconds: options.ttlSeconds ?? 600,
+      bind: (ctx) => `${ctx.mcpReq.method}\0${ctx.http?.authInfo?.clientId ?? ''}`,
+    });
+  }
+
+  /** For `ServerOptions.requestState.verify`: tampered, expired or foreign state never reaches a handler. */
+  readonly verify = (state: string, ctx: ServerContext): Promise<unknown> => this.#codec.verify(state, ctx);
+
+  get parkedCount(): number {
+    let parked = 0;
+    for (const call of this.#calls.values()) if (!call.ctx) parked++;
+    return parked;
+  }
+
+  /**
+   * A retry names its parked call by requestState: the call is taken over by
+   * this request and the client's answers go upstream at once. A retry without
+   * state is a new call; one whose call is gone, or asks for something else, is refused.
+   */
+  claim(ctx: ServerContext, identity: string): void {
+    const state = ctx.mcpReq.requestState<StatePayload>();
+    if (state === undefined) return;
+    const call = typeof state === 'object' && state !== null ? this.#calls.get(state.call) : undefined;
+    if (!call || call.ctx || call.round !== state.round || call.identity !== identity) throw invalidState();
+    this.#activate(call, ctx);
+    const responses = ctx.mcpReq.inputResponses ?? {};
+    for (const [key, waiting] of call.waiting) {
+      if (!Object.hasOwn(responses, key)) continue;
+      call.waiting.delete(key);
+      // Declines and cancels are answers too: the upstream gets whatever the client said.
+      waiting.resolve(responses[key] as Result);
+    }
+  }
+
+  /** Runs the request's call (a new one, or the one it claimed) until it finishes or needs input. */
+  run(ctx: ServerContext, request: RoundCall): Promise<Result> {
+    return this.#next(this.#byCtx.get(ctx) ?? this.#start(ctx, request), ctx);
+  }
+
+  /** Hands an upstream server-to-client request to the newest live call; undefined when there is none. */
+  offer(request: EmbeddedRequest, signal: AbortSignal): Promise<Result> | undefined {
+    if (!EMBEDDABLE_METHODS.has(request.method)) return undefined;
+    const call = [...this.#calls.values()].reverse().find((candidate) => !candidate.outcome);
+    if (!call) return undefined;
+    if (signal.aborted) return Promise.reject(signal.reason);
+    if (call.waiting.size >= MAX_WAITING_PER_CALL) {
+      return Promise.reject(
+        new EnvelopeError(
+          'RESOURCE_EXHAUSTED',
+          `At most ${MAX_WAITING_PER_CALL} requests may wait on one call`,
+        ),
+      );
+    }
+    const key = call.nextKey(request.method);
+    return new Promise<Result>((resolve, reject) => {
+      call.waiting.set(key, { request, resolve, reject });
+      // The upstream withdrew its request: it leaves the round, and a late answer is dropped.
+      signal.addEventListener(
+        'abort',
+        () => {
+          if (!call.waiting.delete(key)) return;
+          reject(signal.reason);
+          call.poke();
+        },
+        { once: true },
+      );
+      call.poke();
+    });
+  }
+
+  /** The downstream request is over: a call it still held (claimed, then never run) is abandoned. */
+  release(ctx: ServerContext): void {
+    const call = this.#byCtx.get(ctx);
+    if (call && call.ctx === ctx) {
+      this.#end(call, new EnvelopeError('INTERNAL_ERROR', 'The request ended while its call was running'));
+    }
+  }
+
+  close(): void {
+    for (const call of [...this.#calls.values()]) {
+      this.#end(call, new EnvelopeError('DEPENDENCY_UNAVAILABLE', 'The gateway is shutting down'));
+    }
+  }
+
+  #start(ctx: ServerContext, request: RoundCall): ParkedCall {
+    const call = new ParkedCall(request.identity, request.timeoutMs);
+    this.#activate(call, ctx);
+    request
+      .start(call.controller.signal, (progress) => {
+        if (call.ctx) this.#options.progress(call.ctx, progress);
+      })
+      .then(
+        (value) => {
+          call.outcome = { ok: true, value };
+        },
+        (error: unknown) => {
+          call.outcome = { ok: false, error };
+        },
+      )
+      .finally(() => {
+        // The upstream has its answer: whatever it still asked for no longer matters to it.
+        this.#rejectWaiting(call, callOver());
+        call.poke();
+      });
+    return call;
+  }
+
+  #activate(call: ParkedCall, ctx: ServerContext): void {
+    clearTimeout(call.timer);
+    call.timer = undefined;
+    call.ctx = ctx;
+    this.#byCtx.set(ctx, call);
+    this.#calls.delete(call.id);
+    this.#calls.set(call.id, call);
+  }
+
+  async #next(call: ParkedCall, ctx: ServerContext): Promise<Result> {
+    const signal = ctx.mcpReq.signal;
+    const onAbort = () => this.#end(call, signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        if (call.done && !call.outcome) throw call.endReason;
+        if (call.outcome) {
+          this.#end(call);
+          if (call.outcome.ok) return call.outcome.value;
+          throw call.outcome.error;
+        }
+        if (call.waiting.size > 0) {
+          await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
+          if (call.done || call.outcome || call.waiting.size === 0) continue;
+          return await this.#park(call, ctx);
+        }
+        await call.changed();
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async #park(call: ParkedCall, ctx: ServerContext): Promise<Result> {
+    const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+    const declared = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
+    const inputRequests: Record<string, EmbeddedRequest> = {};
+    for (const [key, { request }] of call.waiting) {
+      const missing = lacking(request, declared);
+      if (missing) {
+        const error = new MissingRequiredClientCapabilityError(
+          { requiredCapabilities: missing },
+          `Cannot request input '${key}' (${request.method}): the request's client capabilities do not declare the required capability`,
+        );
+        this.#end(call, error);
+        throw error;
+      }
+      inputRequests[key] = request;
+    }
+    if (this.parkedCount >= this.#max) {
+      const error = new EnvelopeError(
+        'RESOURCE_EXHAUSTED',
+        `At most ${this.#max} calls may wait for client input at once`,
+        { max: this.#max },
+      );
+      this.#end(call, error);
+      throw error;
+    }
+    call.round++;
+    const requestState = await this.#codec.mint({ call: call.id, round: call.round }, ctx);
+    if (call.done) throw call.endReason;
+    call.ctx = undefined;
+    call.timer = setTimeout(() => {
+      this.#end(
+        call,
+        new EnvelopeError('TIMEOUT', `No retry within ${call.timeoutMs} ms`, { timeout_ms: call.timeoutMs }),
+      );
+    }, call.timeoutMs);
+    call.timer.unref();
+    return { resultType: 'input_required', inputRequests, requestState } as Result;
+  }
+
+  /** Forgets the call; one that is still running upstream is cancelled there. */
+  #end(call: ParkedCall, reason?: unknown): void {
+    if (call.done) return;
+    call.done = true;
+    call.endReason = reason;
+    clearTimeout(call.timer);
+    this.#calls.delete(call.id);
+    if (!call.outcome) call.controller.abort(reason);
+    this.#rejectWaiting(call, reason ?? callOver());
+    call.poke();
+  }
+
+  #rejectWaiting(call: ParkedCall, reason: unknown): void {
+    for (const waiting of call.waiting.values()) waiting.reject(reason);
+    call.waiting.clear();
+  }
+}

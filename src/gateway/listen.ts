@@ -1,0 +1,236 @@
+import type {
+  JSONRPCMessage,
+  MessageExtraInfo,
+  RequestId,
+  Transport,
+  TransportSendOptions,
+} from '@modelcontextprotocol/server';
+import { PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
+import { EnvelopeError } from '../errors/index.ts';
+import { errorResponse } from './downstream.ts';
+import type { Upstream } from './upstream.ts';
+
+/**
+ * A 2026-07-28 client asks for resource updates on a `subscriptions/listen`
+ * stream, which the SDK's serving entries answer without the relay ever seeing
+ * it. The gateway looks at the listen request on its way in and keeps the
+ * upstream subscribed (`resources/subscribe`) to every URI some open stream
+ * listens for, so the upstream's `resources/updated` has somewhere to go.
+ */
+
+/** URIs one listen request may name. */
+export const MAX_URIS_PER_LISTEN = 100;
+
+/** Distinct URIs kept subscribed upstream per upstream session. */
+export const MAX_LISTENED_URIS = 1000;
+
+/** Listen streams one stdio connection may hold open (the SDK's own default limit). */
+const MAX_OPEN_LISTENS = 1024;
+
+/**
+ * The resource URIs a 2026-07-28 `subscriptions/listen` request asks updates
+ * for; undefined when the message is not such a request. Too many URIs is
+ * INPUT_TOO_LARGE.
+ */
+export function listenedResources(message: unknown): string[] | undefined {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return undefined;
+  const { method, params } = message as { method?: unknown; params?: Record<string, unknown> };
+  if (method !== 'subscriptions/listen' || typeof params !== 'object' || params === null) return undefined;
+  const meta = params._meta as Record<string, unknown> | undefined;
+  if (typeof meta?.[PROTOCOL_VERSION_META_KEY] !== 'string') return undefined;
+  const wanted = (params.notifications as { resourceSubscriptions?: unknown } | undefined)
+    ?.resourceSubscriptions;
+  if (!Array.isArray(wanted)) return undefined;
+  const uris = [...new Set(wanted.filter((uri): uri is string => typeof uri === 'string'))];
+  if (uris.length > MAX_URIS_PER_LISTEN) {
+    throw new EnvelopeError(
+      'INPUT_TOO_LARGE',
+      `A listen request may name at most ${MAX_URIS_PER_LISTEN} resources`,
+      { max: MAX_URIS_PER_LISTEN },
+    );
+  }
+  return uris;
+}
+
+/** Counts, per URI, the open listen streams that want it; the upstream is subscribed while any does. */
+export class ResourceListens {
+  readonly #upstreams: readonly Upstream[];
+  readonly #report: (error: unknown) => void;
+  readonly #counts = new Map<string, number>();
+  readonly #subscribing = new Map<string, Promise<void>>();
+
+  constructor(upstreams: readonly Upstream[], report: (error: unknown) => void = () => {}) {
+    this.#upstreams = upstreams;
+    this.#report = report;
+  }
+
+  /** Subscribes upstream to the URIs no stream listened for yet; resolves once the upstream agreed. */
+  async acquire(uris: readonly string[]): Promise<void> {
+    if (this.#able().length === 0) return;
+    const fresh = uris.filter((uri) => !this.#counts.has(uri));
+    if (this.#counts.size + fresh.length > MAX_LISTENED_URIS) {
+      throw new EnvelopeError(
+        'RESOURCE_EXHAUSTED',
+        `At most ${MAX_LISTENED_URIS} resources may be listened for`,
+        {
+          max: MAX_LISTENED_URIS,
+        },
+      );
+    }
+    for (const uri of uris) this.#counts.set(uri, (this.#counts.get(uri) ?? 0) + 1);
+    for (const uri of fresh) this.#subscribing.set(uri, this.#send('resources/subscribe', uri));
+    await Promise.all(uris.map((uri) => this.#subscribing.get(uri)));
+  }
+
+  /** A stream closed: URIs nobody listens for any more are unsubscribed upstream. */
+  release(uris: readonly string[]): void {
+    for (const uri of uris) {
+      const count = (this.#counts.get(uri) ?? 0) - 1;
+      if (count > 0) {
+        this.#counts.set(uri, count);
+        continue;
+      }
+      if (!this.#counts.delete(uri)) continue;
+      this.#subscribing.delete(uri);
+      void this.#send('resources/unsubscribe', uri);
+    }
+  }
+
+  /** A restarted upstream has forgotten its subscriptions. */
+  resubscribe(): void {
+    for (const uri of this.#counts.keys()) this.#subscribing.set(uri, this.#send('resources/subscribe', uri));
+  }
+
+  /** The upstreams that take subscriptions (the SDK acknowledges none for the others anyway). */
+  #able(): Upstream[] {
+    return this.#upstreams.filter((upstream) => upstream.capabilities.resources?.subscribe);
+  }
+
+  async #send(method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<void> {
+    await Promise.all(
+      this.#able().map((upstream) =>
+        // An upstream that does not know the URI says so; the stream stays open all the same.
+        upstream.request(method, { uri }).then(() => {}, this.#report),
+      ),
+    );
+  }
+}
+
+function requestIdOf(message: JSONRPCMessage): RequestId | undefined {
+  const id = (message as { id?: unknown }).id;
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
+}
+
+/**
+ * A transport wrapper for serveStdio: listen requests wait until the upstream
+ * is subscribed, then go on (in order with everything else); a cancelled
+ * listen, or the connection closing, releases its URIs.
+ */
+export class ListenWatchingTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
+  readonly #inner: Transport;
+  readonly #listens: ResourceListens;
+  readonly #open = new Map<RequestId, string[]>();
+  /** Messages behind a listen request wait for it, so nothing overtakes it. */
+  #queue: Promise<void> | undefined;
+
+  constructor(inner: Transport, listens: ResourceListens) {
+    this.#inner = inner;
+    this.#listens = listens;
+    inner.onmessage = (message, extra) => this.#receive(message, extra);
+    inner.onerror = (error) => this.onerror?.(error);
+    inner.onclose = () => {
+      for (const uris of this.#open.values()) this.#listens.release(uris);
+      this.#open.clear();
+      this.onclose?.();
+    };
+  }
+
+  get sessionId(): string | undefined {
+    return this.#inner.sessionId;
+  }
+
+  setProtocolVersion = (version: string): void => {
+    this.#inner.setProtocolVersion?.(version);
+  };
+
+  start(): Promise<void> {
+    return this.#inner.start();
+  }
+
+  send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    return this.#inner.send(message, options);
+  }
+
+  close(): Promise<void> {
+    return this.#inner.close();
+  }
+
+  #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
+    let uris: string[] | undefined;
+    try {
+      uris = listenedResources(message);
+    } catch (error) {
+      const id = requestIdOf(message);
+      if (id !== undefined && error instanceof EnvelopeError) void this.#refuse(id, error);
+      return;
+    }
+    if (!uris?.length && !this.#queue) {
+      this.#releaseCancelled(message);
+      this.onmessage?.(message, extra);
+      return;
+    }
+    const listening = uris;
+    const step = async () => {
+      this.#releaseCancelled(message);
+      const id = requestIdOf(message);
+      if (listening?.length && id !== undefined) {
+        // A listen id used again replaces its stream, so the old one's URIs go.
+        this.#forget(id);
+        try {
+          if (this.#open.size >= MAX_OPEN_LISTENS) {
+            throw new EnvelopeError(
+              'RESOURCE_EXHAUSTED',
+              `At most ${MAX_OPEN_LISTENS} listen streams at once`,
+              {
+                max: MAX_OPEN_LISTENS,
+              },
+            );
+          }
+          await this.#listens.acquire(listening);
+        } catch (error) {
+          if (error instanceof EnvelopeError) return this.#refuse(id, error);
+          throw error;
+        }
+        this.#open.set(id, listening);
+      }
+      this.onmessage?.(message, extra);
+    };
+    const queued: Promise<void> = (this.#queue ?? Promise.resolve())
+      .then(step)
+      .catch((error: unknown) => this.onerror?.(error instanceof Error ? error : new Error(String(error))))
+      .finally(() => {
+        if (this.#queue === queued) this.#queue = undefined;
+      });
+    this.#queue = queued;
+  }
+
+  #releaseCancelled(message: JSONRPCMessage): void {
+    if ((message as { method?: unknown }).method !== 'notifications/cancelled') return;
+    const id = (message as { params?: { requestId?: unknown } }).params?.requestId;
+    if (typeof id === 'string' || typeof id === 'number') this.#forget(id);
+  }
+
+  #forget(id: RequestId): void {
+    const uris = this.#open.get(id);
+    if (!uris) return;
+    this.#open.delete(id);
+    this.#listens.release(uris);
+  }
+
+  #refuse(id: RequestId, error: EnvelopeError): Promise<void> {
+    return this.#inner.send(errorResponse(id, error)).catch(() => {});
+  }
+}

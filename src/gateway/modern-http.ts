@@ -1,0 +1,142 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import type { AuthInfo, McpHttpHandler } from '@modelcontextprotocol/server';
+import { createMcpHandler } from '@modelcontextprotocol/server';
+import { EnvelopeError } from '../errors/index.ts';
+import { advertisedCapabilities } from './availability.ts';
+import { Downstream, errorResponse, listenSink } from './downstream.ts';
+import { listenedResources, ResourceListens } from './listen.ts';
+import { Relay } from './relay.ts';
+import { connectUpstreams, type GatewayOptions, watchRecoveries } from './session.ts';
+import type { Upstream } from './upstream.ts';
+
+/**
+ * Stateless 2026-07-28 HTTP. Each request is served by a relay of its own,
+ * over an upstream session shared by every request of the same principal (the
+ * bearer token; anonymous callers share one). The upstream cannot say which
+ * downstream request its server-to-client requests and log messages belong
+ * to, so the gateway attributes them to the principal's newest call in
+ * flight; keeping sessions per principal means a guess can only ever land
+ * with the same principal, never with another's client. Each principal also
+ * has its own listen streams, so change notifications stay within it too.
+ */
+
+export interface ModernHttpOptions {
+  gateway: GatewayOptions;
+  maxBodyBytes: number;
+  onError: (error: unknown) => void;
+}
+
+interface PrincipalSession {
+  upstreams: readonly Upstream[];
+  downstream: Downstream;
+  listens: ResourceListens;
+  handler: McpHttpHandler;
+  serve: ReturnType<typeof toNodeHandler>;
+}
+
+function requestIdOf(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+function answer(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+  });
+  res.end(text);
+}
+
+/** A request refused before it is served gets its JSON-RPC error in-band, as the SDK's own refusals do. */
+function refuse(res: ServerResponse, body: unknown, error: EnvelopeError): void {
+  answer(res, 200, errorResponse(requestIdOf(body), error));
+}
+
+export class ModernHttp {
+  readonly #options: ModernHttpOptions;
+  readonly #sessions = new Map<string, Promise<PrincipalSession>>();
+
+  constructor(options: ModernHttpOptions) {
+    this.#options = options;
+  }
+
+  /** Serves one 2026-07-28 request for its principal (`authInfo.clientId`, the token's id). */
+  async handle(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo): Promise<void> {
+    let session: PrincipalSession;
+    try {
+      session = await this.#session(authInfo?.clientId ?? '');
+    } catch (error) {
+      const failure =
+        error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
+      answer(res, 502, errorResponse(requestIdOf(body), failure));
+      return;
+    }
+    let uris: string[] | undefined;
+    try {
+      uris = listenedResources(body);
+      if (uris?.length) await session.listens.acquire(uris);
+    } catch (error) {
+      if (!(error instanceof EnvelopeError)) throw error;
+      refuse(res, body, error);
+      return;
+    }
+    if (uris?.length) {
+      const listened = uris;
+      res.once('close', () => session.listens.release(listened));
+    }
+    await session.serve(Object.assign(req, { auth: authInfo }), res, body);
+  }
+
+  async close(): Promise<void> {
+    const sessions = [...this.#sessions.values()];
+    this.#sessions.clear();
+    await Promise.all(
+      sessions.map(async (pending) => {
+        const session = await pending.catch(() => undefined);
+        if (!session) return;
+        await session.handler.close().catch(() => {});
+        session.downstream.close();
+        await Promise.all(session.upstreams.map((upstream) => upstream.close()));
+      }),
+    );
+  }
+
+  #session(principal: string): Promise<PrincipalSession> {
+    let session = this.#sessions.get(principal);
+    if (!session) {
+      session = this.#open().catch((error: unknown) => {
+        this.#sessions.delete(principal);
+        throw error;
+      });
+      this.#sessions.set(principal, session);
+    }
+    return session;
+  }
+
+  async #open(): Promise<PrincipalSession> {
+    const { gateway, maxBodyBytes, onError } = this.#options;
+    const upstreams = await connectUpstreams(gateway);
+    const capabilities = advertisedCapabilities(gateway, upstreams);
+    const downstream = new Downstream(upstreams, { maxParked: gateway.maxParkedCalls });
+    const handler = createMcpHandler(
+      () => new Relay(upstreams, { ...gateway, capabilities, downstream }).server,
+      {
+        legacy: 'reject',
+        maxRequestBodySize: maxBodyBytes,
+        onerror: onError,
+      },
+    );
+    downstream.setSink(listenSink(handler.notify));
+    // An upstream back from being down: its lists changed, which listen streams are told.
+    watchRecoveries(gateway, upstreams, (upstream) => {
+      if (upstream.capabilities.tools) handler.notify.toolsChanged();
+      if (upstream.capabilities.prompts) handler.notify.promptsChanged();
+      if (upstream.capabilities.resources) handler.notify.resourcesChanged();
+    });
+    const listens = new ResourceListens(upstreams, onError);
+    downstream.onRestart(() => listens.resubscribe());
+    return { upstreams, downstream, listens, handler, serve: toNodeHandler(handler, { onerror: onError }) };
+  }
+}

@@ -1,0 +1,454 @@
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readCallLog } from '../../src/gateway/call-log.ts';
+import { type HttpGateway, startHttpGateway } from '../../src/gateway/http.ts';
+import {
+  callLeg,
+  eventually,
+  httpTarget,
+  type InputRequired,
+  modernClient,
+  SAMPLED,
+  stdioTarget,
+  type Target,
+  textOf,
+} from './modern.ts';
+import { FIXTURE, NODE } from './processes.ts';
+
+/**
+ * Server-to-client requests for 2026-07-28 clients: the gateway parks the
+ * upstream call and answers input_required; the client's retry resumes it.
+ */
+
+const NAME = { action: 'accept' as const, content: { name: 'Ada' } };
+
+const ANY_RESULT = {
+  '~standard': { version: 1 as const, vendor: 'tests', validate: (value: unknown) => ({ value }) },
+};
+
+const open: Client[] = [];
+async function connected(target: Target, client: Client, token?: string) {
+  open.push(client);
+  return target.connect(client, token);
+}
+
+async function closeAll(): Promise<void> {
+  await Promise.all(open.splice(0).map((client) => client.close().catch(() => {})));
+}
+
+function errorOf(error: unknown): { code?: number; message?: string; data?: { canonical_code?: string } } {
+  return error as { code?: number; message?: string; data?: { canonical_code?: string } };
+}
+
+describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name', (target) => {
+  beforeAll(() => target.start());
+  afterAll(async () => {
+    await closeAll();
+    await target.stop();
+  });
+
+  it('relays sampling, form and URL elicitation and roots as input_required rounds', async () => {
+    const client = modernClient({ sampling: {}, elicitation: { form: {}, url: {} }, roots: {} });
+    const asked: string[] = [];
+    client.setRequestHandler('sampling/createMessage', async () => SAMPLED);
+    client.setRequestHandler('elicitation/create', async (request) => {
+      asked.push(String(request.params.mode ?? 'form'));
+      return request.params.mode === 'url'
+        ? { action: 'accept' }
+        : { action: 'accept', content: { username: 'ada', email: 'a@b' } };
+    });
+    client.setRequestHandler('roots/list', async () => ({ roots: [{ uri: 'file:///work', name: 'work' }] }));
+    await connected(target, client);
+    expect(client.getProtocolEra()).toBe('modern');
+
+    const sampled = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'p' } });
+    expect(textOf(sampled)).toBe('LLM response: sampled');
+    const form = await client.callTool({ name: 'test_elicitation', arguments: { message: 'who?' } });
+    expect(textOf(form)).toBe('User response: action=accept, content={"username":"ada","email":"a@b"}');
+    const url = await client.callTool({ name: 'ask_url', arguments: {} });
+    expect(textOf(url)).toBe('url elicitation: accept');
+    const roots = await client.callTool({ name: 'list_roots', arguments: {} });
+    expect(JSON.parse(textOf(roots))).toMatchObject({ roots: [{ uri: 'file:///work', name: 'work' }] });
+    expect(asked).toEqual(['form', 'url']);
+  });
+
+  it('passes a decline through as the answer the upstream gets', async () => {
+    const client = modernClient({ elicitation: {} });
+    client.setRequestHandler('elicitation/create', async () => ({ action: 'decline' }));
+    await connected(target, client);
+    const result = await client.callTool({ name: 'test_elicitation', arguments: { message: 'who?' } });
+    expect(textOf(result)).toBe('User response: action=decline, content={}');
+  });
+
+  it('asks in a further round when the upstream asks again, and relays progress to each retry', async () => {
+    const client = modernClient({ elicitation: {} });
+    const questions: string[] = [];
+    client.setRequestHandler('elicitation/create', async (request) => {
+      questions.push(request.params.message);
+      return request.params.message === 'Your name?'
+        ? NAME
+        : { action: 'accept', content: { color: 'teal' } };
+    });
+    const sent = await connected(target, client);
+    const before = sent('tools/call');
+    const steps: string[] = [];
+    const result = await client.callTool(
+      { name: 'ask_twice', arguments: {} },
+      { onprogress: (progress) => steps.push(progress.message ?? '') },
+    );
+    expect(textOf(result)).toBe('name={"name":"Ada"}, color={"color":"teal"}');
+    expect(questions).toEqual(['Your name?', 'Your favourite color?']);
+    // The first call and one retry per round.
+    expect(sent('tools/call') - before).toBe(3);
+    expect(steps.filter((step) => !step.startsWith('Fulfilling'))).toEqual([
+      'asking for a name',
+      'asking for a color',
+    ]);
+  });
+
+  it('sends requests the upstream makes together in one round', async () => {
+    const client = modernClient({ elicitation: {}, sampling: {} });
+    client.setRequestHandler('elicitation/create', async () => NAME);
+    client.setRequestHandler('sampling/createMessage', async () => SAMPLED);
+    const sent = await connected(target, client);
+    const before = sent('tools/call');
+    const result = await client.callTool({ name: 'ask_together', arguments: {} });
+    expect(textOf(result)).toBe('name={"name":"Ada"}, sampled=sampled');
+    expect(sent('tools/call') - before).toBe(2);
+  });
+
+  it('refuses tampered, foreign, outdated and spent requestState with the SDK’s -32602', async () => {
+    const client = modernClient({ elicitation: {} });
+    await connected(target, client);
+    const call = { name: 'ask_twice', arguments: {} };
+    const retry = (leg: InputRequired, answer: unknown, state = leg.requestState) =>
+      callLeg(client, {
+        ...call,
+        inputResponses: Object.fromEntries(Object.keys(leg.inputRequests ?? {}).map((key) => [key, answer])),
+        requestState: state,
+      });
+    const first = await callLeg(client, call);
+    expect(first.resultType).toBe('input_required');
+    expect(Object.values(first.inputRequests ?? {}).map((request) => request.method)).toEqual([
+      'elicitation/create',
+    ]);
+    const state = first.requestState as string;
+
+    const refused = { code: -32602, message: 'Invalid or expired requestState' };
+    expect(await retry(first, NAME, `${state}x`).catch(errorOf)).toMatchObject(refused);
+    const otherArguments = {
+      name: 'ask_twice',
+      arguments: { extra: 1 },
+      inputResponses: {},
+      requestState: state,
+    };
+    expect(await callLeg(client, otherArguments).catch(errorOf)).toMatchObject(refused);
+    const otherTool = { name: 'echo', arguments: { text: 'x' }, inputResponses: {}, requestState: state };
+    expect(await callLeg(client, otherTool).catch(errorOf)).toMatchObject(refused);
+
+    const second = await retry(first, NAME);
+    expect(Object.values(second.inputRequests ?? {}).map((request) => request.params?.message)).toEqual([
+      'Your favourite color?',
+    ]);
+    expect(await retry(second, NAME, state).catch(errorOf)).toMatchObject(refused);
+    const done = await retry(second, { action: 'accept', content: { color: 'red' } });
+    expect(textOf(done)).toBe('name={"name":"Ada"}, color={"color":"red"}');
+    expect(await retry(second, NAME).catch(errorOf)).toMatchObject(refused);
+  });
+
+  it('answers a client that lacks the capability with -32021 and cancels the upstream call', async () => {
+    const client = modernClient({ sampling: {} });
+    await connected(target, client);
+    const before = Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })));
+    const error = await client.callTool({ name: 'ask_twice', arguments: {} }).catch(errorOf);
+    expect(error).toMatchObject({ code: -32021 });
+    await eventually(client, 'cancellations', (text) => Number(text) > before);
+  });
+
+  it('drops a request the upstream withdrew while the call was parked', async () => {
+    const client = modernClient({ sampling: {}, elicitation: {} });
+    let withdrawn: () => void = () => {};
+    const announced = new Promise<void>((resolve) => {
+      withdrawn = resolve;
+    });
+    client.setNotificationHandler('notifications/tools/list_changed', async () => withdrawn());
+    await connected(target, client);
+    const listening = await client.listen({ toolsListChanged: true });
+    try {
+      const first = await callLeg(client, { name: 'change_mind', arguments: {} });
+      expect(Object.values(first.inputRequests ?? {}).map((request) => request.method)).toEqual([
+        'sampling/createMessage',
+      ]);
+      // The upstream gives up on sampling after 500 ms and says so with list_changed.
+      await announced;
+      const second = await callLeg(client, {
+        name: 'change_mind',
+        arguments: {},
+        inputResponses: {},
+        requestState: first.requestState,
+      });
+      const requests = Object.entries(second.inputRequests ?? {});
+      expect(requests.map(([, request]) => request.method)).toEqual(['elicitation/create']);
+      const done = await callLeg(client, {
+        name: 'change_mind',
+        arguments: {},
+        inputResponses: { [requests[0]?.[0] as string]: NAME },
+        requestState: second.requestState,
+      });
+      expect(textOf(done)).toBe('sampling withdrawn, name={"name":"Ada"}');
+    } finally {
+      await listening.close();
+    }
+  });
+
+  // Last: the crash restarts this target's upstream.
+  it('fails the retry with ADAPTER.EXECUTION.FAILED when the upstream crashed while the call was parked', async () => {
+    const client = modernClient({ sampling: {} });
+    await connected(target, client);
+    const call = { name: 'test_sampling', arguments: { prompt: 'p' } };
+    const first = await callLeg(client, call);
+    const [key] = Object.keys(first.inputRequests ?? {});
+    await client.callTool({ name: 'crash', arguments: { code: 7 } }).catch(() => {});
+    const retry = await callLeg(client, {
+      ...call,
+      inputResponses: { [key as string]: SAMPLED },
+      requestState: first.requestState,
+    }).catch(errorOf);
+    expect(retry).toMatchObject({ data: { canonical_code: 'ADAPTER.EXECUTION.FAILED' } });
+  });
+});
+
+describe.each([httpTarget(), stdioTarget()])('2025-era clients over $name', (target) => {
+  beforeAll(() => target.start());
+  afterAll(async () => {
+    await closeAll();
+    await target.stop();
+  });
+
+  it('still get server-to-client requests pushed, whatever requestState they send', async () => {
+    const client = new Client({ name: 'legacy-test', version: '1.0.0' }, { capabilities: { sampling: {} } });
+    client.setRequestHandler('sampling/createMessage', async () => SAMPLED);
+    await connected(target, client);
+    expect(client.getProtocolEra()).toBe('legacy');
+    const sent = { name: 'test_sampling', arguments: { prompt: 'p' }, requestState: 'not ours' };
+    const result = await client.request({ method: 'tools/call', params: sent }, ANY_RESULT);
+    expect(textOf(result as { content?: unknown })).toBe('LLM response: sampled');
+  });
+});
+
+describe.each([httpTarget(['--timeout', '1500']), stdioTarget(['--timeout', '1500'])])(
+  'a parked call that is never retried, over $name',
+  (target) => {
+    beforeAll(() => target.start());
+    afterAll(async () => {
+      await closeAll();
+      await target.stop();
+    });
+
+    it('is cancelled upstream within its timeout, and its state is then spent', async () => {
+      const client = modernClient({ elicitation: {} });
+      await connected(target, client);
+      const before = Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })));
+      const first = await callLeg(client, { name: 'ask_twice', arguments: {} });
+      expect(first.resultType).toBe('input_required');
+      await eventually(client, 'cancellations', (text) => Number(text) > before);
+      const [key] = Object.keys(first.inputRequests ?? {});
+      const retry = {
+        name: 'ask_twice',
+        arguments: {},
+        inputResponses: { [key as string]: NAME },
+        requestState: first.requestState,
+      };
+      // Until the call is dropped its outcome, the upstream's timeout, is kept for the retry.
+      const late = errorOf(await callLeg(client, retry).catch((error: unknown) => error));
+      if (late.code !== -32602) expect(late).toMatchObject({ data: { canonical_code: 'TIMEOUT' } });
+      const again = await callLeg(client, retry).catch(errorOf);
+      expect(again).toMatchObject({ code: -32602, message: 'Invalid or expired requestState' });
+    });
+  },
+);
+
+describe('2026-07-28 input rounds over HTTP with bearer tokens', () => {
+  const target = httpTarget(['--token', 'alpha-token-0123456789', '--token', 'beta-token-0123456789']);
+  beforeAll(() => target.start());
+  afterAll(async () => {
+    await closeAll();
+    await target.stop();
+  });
+
+  it('never sends one principal’s server-to-client request to another’s client', async () => {
+    const alphaAsked: string[] = [];
+    const betaAsked: string[] = [];
+    const alpha = modernClient({ elicitation: {} });
+    alpha.setRequestHandler('elicitation/create', async (request) => {
+      alphaAsked.push(request.params.message);
+      return NAME;
+    });
+    const beta = modernClient({ elicitation: {} });
+    beta.setRequestHandler('elicitation/create', async (request) => {
+      betaAsked.push(request.params.message);
+      return NAME;
+    });
+    await connected(target, alpha, 'alpha-token-0123456789');
+    await connected(target, beta, 'beta-token-0123456789');
+
+    // alpha's call is in flight first, beta's after it; then alpha's upstream asks.
+    let alphaStarted: () => void = () => {};
+    const started = new Promise<void>((resolve) => {
+      alphaStarted = resolve;
+    });
+    const alphaCall = alpha.callTool(
+      { name: 'ask_when_released', arguments: {} },
+      { onprogress: () => alphaStarted(), timeout: 30_000 },
+    );
+    await started;
+    let betaStarted: () => void = () => {};
+    const betaInFlight = new Promise<void>((resolve) => {
+      betaStarted = resolve;
+    });
+    const betaCall = beta
+      .callTool(
+        { name: 'ask_when_released', arguments: {} },
+        { onprogress: () => betaStarted(), timeout: 30_000 },
+      )
+      .catch(() => undefined);
+    await betaInFlight;
+    expect(textOf(await alpha.callTool({ name: 'release', arguments: {} }))).toBe('released');
+
+    expect(textOf(await alphaCall)).toBe('name={"name":"Ada"}');
+    expect(alphaAsked).toEqual(['Released: your name?']);
+    expect(betaAsked).toEqual([]);
+    await beta.close();
+    await betaCall;
+  });
+
+  it('refuses one principal’s requestState when another presents it', async () => {
+    const alpha = modernClient({ sampling: {} });
+    const beta = modernClient({ sampling: {} });
+    await connected(target, alpha, 'alpha-token-0123456789');
+    await connected(target, beta, 'beta-token-0123456789');
+    const call = { name: 'test_sampling', arguments: { prompt: 'p' } };
+    const first = await callLeg(alpha, call);
+    const [key] = Object.keys(first.inputRequests ?? {});
+    const retry = { ...call, inputResponses: { [key as string]: SAMPLED }, requestState: first.requestState };
+    const stolen = await callLeg(beta, retry).catch(errorOf);
+    expect(stolen).toMatchObject({ code: -32602, message: 'Invalid or expired requestState' });
+    expect(textOf(await callLeg(alpha, retry))).toBe('LLM response: sampled');
+  });
+});
+
+/** A target in envelope mode whose call log goes to a fresh folder. */
+function withLogs(make: (flags: readonly string[]) => Target) {
+  const logs = mkdtempSync(join(tmpdir(), 'mcp-envelope-rounds-'));
+  const target = make(['--dialect', 'prov-v0.1', '--name', 'rounds', '--logs', logs]);
+  return { name: target.name, target, logs };
+}
+
+describe.each([withLogs(httpTarget), withLogs(stdioTarget)])(
+  '2026-07-28 input rounds in envelope mode over $name',
+  ({ target, logs }) => {
+    beforeAll(() => target.start());
+    afterAll(async () => {
+      await closeAll();
+      await target.stop();
+      rmSync(logs, { recursive: true, force: true });
+    });
+
+    it('wraps only the final result, and logs the call once', async () => {
+      const client = modernClient({ sampling: {} });
+      client.setRequestHandler('sampling/createMessage', async () => SAMPLED);
+      await connected(target, client);
+      const result = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'p' } });
+      expect(result.structuredContent).toMatchObject({
+        schema_version: 'mcp.envelope.v0.1',
+        result: 'LLM response: sampled',
+      });
+      await client.callTool({ name: 'echo', arguments: { text: 'after' } });
+      const latest = join(logs, 'rounds', 'calls.latest.jsonl');
+      // pino writes asynchronously: the echo's line comes after every earlier one.
+      let lines = existsSync(latest) ? readCallLog(realpathSync(latest)) : [];
+      while (!lines.some((line) => line.tool === 'echo')) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        lines = existsSync(latest) ? readCallLog(realpathSync(latest)) : [];
+      }
+      expect(lines.filter((line) => line.tool === 'test_sampling')).toHaveLength(1);
+    });
+  },
+);
+
+describe('a gateway at its limit of parked calls', () => {
+  let gateway: HttpGateway;
+
+  beforeAll(async () => {
+    gateway = await startHttpGateway({
+      gateway: {
+        upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }],
+        maxParkedCalls: 1,
+      },
+      warmSpare: false,
+    });
+  });
+
+  afterAll(async () => {
+    await closeAll();
+    await gateway?.close();
+  });
+
+  it('refuses one more with RESOURCE_EXHAUSTED, cancels its upstream call, and keeps the parked one', async () => {
+    const client = modernClient({ sampling: {}, elicitation: {} });
+    open.push(client);
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    const before = Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })));
+    const call = { name: 'test_sampling', arguments: { prompt: 'p' } };
+    const parked = await callLeg(client, call);
+    expect(parked.resultType).toBe('input_required');
+    const refused = await callLeg(client, { name: 'ask_twice', arguments: {} }).catch(errorOf);
+    expect(refused).toMatchObject({ data: { canonical_code: 'RESOURCE_EXHAUSTED' } });
+    await eventually(client, 'cancellations', (text) => Number(text) > before);
+    const [key] = Object.keys(parked.inputRequests ?? {});
+    const done = await callLeg(client, {
+      ...call,
+      inputResponses: { [key as string]: SAMPLED },
+      requestState: parked.requestState,
+    });
+    expect(textOf(done)).toBe('LLM response: sampled');
+  });
+});
+
+describe('a gateway at its limit of parked calls, with a short call timeout', () => {
+  let gateway: HttpGateway;
+
+  beforeAll(async () => {
+    gateway = await startHttpGateway({
+      gateway: {
+        upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }],
+        upstream: { timeoutMs: 1500 },
+        maxParkedCalls: 1,
+      },
+      warmSpare: false,
+    });
+  });
+
+  afterAll(async () => {
+    await closeAll();
+    await gateway?.close();
+  });
+
+  it('frees the place of a parked call that was never retried once its timeout is up', async () => {
+    const client = modernClient({ sampling: {}, elicitation: {} });
+    open.push(client);
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    const abandoned = await callLeg(client, { name: 'ask_twice', arguments: {} });
+    expect(abandoned.resultType).toBe('input_required');
+    const call = { name: 'test_sampling', arguments: { prompt: 'p' } };
+    for (;;) {
+      const next = await callLeg(client, call).catch(errorOf);
+      if ((next as InputRequired).resultType === 'input_required') break;
+      expect(next).toMatchObject({ data: { canonical_code: 'RESOURCE_EXHAUSTED' } });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  });
+});
