@@ -152,6 +152,43 @@ describe('over HTTP, with two of three upstreams unable to start', () => {
   });
 });
 
+describe('over stateless HTTP (2026-07-28), with one of two upstreams unable to start', () => {
+  let gateway: Running | undefined;
+  let client: Client | undefined;
+
+  afterAll(async () => {
+    await client?.close();
+    await gateway?.stop();
+  });
+
+  it('serves the one that started and tells listen streams when the other is back', async () => {
+    const blocker = blockerFile('modern');
+    gateway = await startGatewayHttp(['--config', degradedConfig(blocker, 2).config, '--no-stdio']);
+    client = new Client(
+      { name: 'degraded-modern', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    let changed = 0;
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
+      changed++;
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    expect(client.getProtocolEra()).toBe('modern');
+    const listening = await client.listen({ toolsListChanged: true });
+    const before = (await client.listTools()).tools.map((tool) => tool.name);
+    expect(before).toContain('alpha__echo');
+    expect(before.filter((name) => !name.startsWith('alpha__'))).toEqual([]);
+    const beta = await client.callTool({ name: 'beta__echo', arguments: { text: 'x' } });
+    expect(envelopeOf(beta).errors?.[0]?.code).toBe('ADAPTER.EXECUTION.FAILED');
+
+    rmSync(blocker);
+    await until(() => changed > 0, 'tools/list_changed on the listen stream');
+    const back = await client.callTool({ name: 'beta__echo', arguments: { text: 'back' } });
+    expect(envelopeOf(back).result).toEqual({ text: 'back' });
+    await listening.close();
+  });
+});
+
 describe('over stdio, with one of two upstreams unable to start', () => {
   it('starts, serves the upstream that did, and announces the other when it is back', async () => {
     const blocker = blockerFile('stdio');
