@@ -63,6 +63,8 @@ interface SessionTransportChoice {
 }
 
 const MCP_PATH = '/mcp';
+/** The first protocol revision of the stateless era. */
+const MODERN_ERA = '2026-07-28';
 
 function sendJson(
   res: ServerResponse,
@@ -126,6 +128,16 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.once('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
     req.once('error', reject);
   });
+}
+
+/**
+ * A request whose MCP-Protocol-Version header names 2026-07-28 or later goes
+ * straight to the stateless handler, which classifies it again anyway; only the
+ * others pay for the SDK's classification on a Web Request (about 65 µs).
+ */
+function claimsModernEra(req: IncomingMessage): boolean {
+  const version = req.headers['mcp-protocol-version'];
+  return typeof version === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(version) && version >= MODERN_ERA;
 }
 
 function accepts(req: IncomingMessage, type: string): boolean {
@@ -297,12 +309,11 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     }
     if (method === 'POST') {
       const messages = Array.isArray(body) ? body : [body];
-      if (messages.some((message) => isInitializeRequest(message))) {
+      if (messages.some((message) => message?.method === 'initialize' && isInitializeRequest(message))) {
         await newSession(req, res, body, authInfo);
         return;
       }
-      const webRequest = await toWebRequest(req, body);
-      if (!(await isLegacyRequest(webRequest, body))) {
+      if (claimsModernEra(req) || !(await isLegacyRequest(await toWebRequest(req, body), body))) {
         await modern.handle(req, res, body, authInfo);
         return;
       }
