@@ -223,6 +223,20 @@ export class SessionTransport implements Transport {
       for (const message of messages) this.onmessage?.(message, extra);
       return;
     }
+    // An id still waiting for its answer would have its answer go to the wrong POST.
+    const ids = new Set<RequestId>();
+    for (const request of requests) {
+      if (this.#exchanges.has(request.id) || ids.has(request.id)) {
+        rpcError(
+          res,
+          400,
+          -32600,
+          `Invalid Request: request id ${JSON.stringify(request.id)} is already in use`,
+        );
+        return;
+      }
+      ids.add(request.id);
+    }
     const exchange: Exchange = {
       res,
       pending: new Set(requests.map((request) => request.id)),

@@ -208,6 +208,20 @@ describe('a 2025-era HTTP session answers each POST as JSON or as a stream', () 
     }
   });
 
+  it('refuses a request whose id is still waiting for its answer, and answers the first one', async () => {
+    const first = post(call(20, 'slow', { ms: 300 }));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const again = await post(call(20, 'echo', { text: 'same id' }));
+    expect(again.status).toBe(400);
+    expect(JSON.parse(again.text)).toMatchObject({ error: { code: -32600 } });
+    const twice = await post([call(21, 'echo', { text: 'a' }), call(21, 'echo', { text: 'b' })]);
+    expect(twice.status).toBe(400);
+    expect(JSON.parse((await first).text)).toMatchObject({
+      id: 20,
+      result: { content: [{ text: 'slow done' }] },
+    });
+  });
+
   it('ends the session on DELETE; the id is unknown afterwards', async () => {
     const client = new Client({ name: 'deleting', version: '1.0.0' });
     const transport = new StreamableHTTPClientTransport(new URL(proxy.url));
