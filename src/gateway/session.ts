@@ -50,6 +50,12 @@ export function watchRecoveries(
       reported = true;
       options.report?.(`${describeDown(upstream)}; serving without it and retrying in the background`);
     }
+    upstream.onGaveUp((restarts) => {
+      options.report?.(
+        `upstream ${upstream.name} gave up after ${restarts} restart attempts; ` +
+          'calls to it fail until the gateway is restarted',
+      );
+    });
     upstream.onRecovered(() => {
       if (reported) options.report?.(`upstream ${upstream.name} is back`);
       reported = false;

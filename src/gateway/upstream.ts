@@ -134,6 +134,8 @@ export class Upstream {
   /** Set while the latest attempt to start (or reconnect) failed: calls fail at once, not at their timeout. */
   #startFailure: EnvelopeError | undefined;
   readonly #recoveryListeners = new Set<() => void>();
+  readonly #gaveUpListeners = new Set<(restarts: number) => void>();
+  #gaveUpAfter: number | undefined;
   #restartTimer: NodeJS.Timeout | undefined;
   /** Why an HTTP connection was given up, for the failure the calls in flight get. */
   #lostBecause: string | undefined;
@@ -190,6 +192,15 @@ export class Upstream {
   onRecovered(listener: () => void): () => void {
     this.#recoveryListeners.add(listener);
     return () => this.#recoveryListeners.delete(listener);
+  }
+
+  /** Called when the restart budget is spent: the upstream stays down until the gateway restarts. */
+  onGaveUp(listener: (restarts: number) => void): () => void {
+    // It may have given up before anyone listened (fast retries during the first start).
+    const after = this.#gaveUpAfter;
+    if (after !== undefined) queueMicrotask(() => listener(after));
+    this.#gaveUpListeners.add(listener);
+    return () => this.#gaveUpListeners.delete(listener);
   }
 
   get pid(): number | undefined {
@@ -317,7 +328,11 @@ export class Upstream {
         ? `upstream ${this.name} exited`
         : `upstream ${this.name} connection lost${lost ? `: ${lost}` : ''}`,
     );
-    if (this.#restarts >= this.#restart.maxRestarts) return;
+    if (this.#restarts >= this.#restart.maxRestarts) {
+      this.#gaveUpAfter = this.#restarts;
+      for (const listener of this.#gaveUpListeners) listener(this.#restarts);
+      return;
+    }
     const delay = Math.min(
       this.#restart.initialDelayMs * this.#restart.factor ** this.#restarts,
       this.#restart.maxDelayMs,

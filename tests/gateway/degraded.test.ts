@@ -259,6 +259,44 @@ describe('an upstream waiting out a long backoff', () => {
   });
 });
 
+describe('an upstream that never comes back', () => {
+  let gateway: Running | undefined;
+
+  afterAll(async () => {
+    await gateway?.stop();
+  });
+
+  it('says when its restart budget is spent, and keeps serving the others', async () => {
+    const blocker = blockerFile('never');
+    const paths = gatewayDir((config) => {
+      config.upstreams = [
+        { name: 'alpha', stdio: { command: 'node', args: [FIXTURE] }, dialect: 'prov-v0.1' },
+        {
+          name: 'beta',
+          stdio: guarded(blocker),
+          dialect: 'prov-v0.1',
+          restart: { initialDelayMs: 20, maxDelayMs: 40, factor: 2, maxAttempts: 2 },
+        },
+      ];
+      config.auth = { required: false, tokens: [] };
+    });
+    gateway = await startGatewayHttp(['--config', paths.config, '--no-stdio']);
+    const running = gateway;
+    await until(
+      () => /upstream beta gave up after 2 restart attempts/.test(running.stderr()),
+      'the give-up line',
+    );
+    const client = new Client({ name: 'after-give-up', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    try {
+      const alpha = await client.callTool({ name: 'alpha__echo', arguments: { text: 'still' } });
+      expect(envelopeOf(alpha).result).toEqual({ text: 'still' });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe('with every upstream unable to start', () => {
   const blocker = blockerFile('forever');
   const failing = (name: string) => ({
