@@ -19,21 +19,31 @@ interface ScalpelEnvelope {
   data: unknown;
 }
 
+/** SDK clients of one gateway, each with its bearer token; all closed with the gateway. */
+function bearerClients(urlOf: () => string) {
+  const clients: Client[] = [];
+  return {
+    async connect(token: string): Promise<Client> {
+      const client = new Client({ name: 'tier-test', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(urlOf()), {
+          requestInit: { headers: { Authorization: `Bearer ${token}` } },
+        }),
+      );
+      clients.push(client);
+      return client;
+    },
+    async closeAll(): Promise<void> {
+      await Promise.allSettled(clients.map((client) => client.close()));
+    },
+  };
+}
+
 describe('tiers over HTTP: the bearer token decides the tier in the envelope', () => {
   let gateway: Running;
   let paths: GatewayDir;
-  const clients: Client[] = [];
 
-  const connect = async (token: string): Promise<Client> => {
-    const client = new Client({ name: 'tier-test', version: '1.0.0' });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(gateway.url), {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-      }),
-    );
-    clients.push(client);
-    return client;
-  };
+  const { connect, closeAll } = bearerClients(() => gateway.url);
 
   beforeAll(async () => {
     paths = gatewayDir((config) => {
@@ -53,7 +63,7 @@ describe('tiers over HTTP: the bearer token decides the tier in the envelope', (
   });
 
   afterAll(async () => {
-    await Promise.allSettled(clients.map((client) => client.close()));
+    await closeAll();
     await gateway?.stop();
     removeGatewayDirs();
   });
@@ -85,7 +95,7 @@ describe('tiers over HTTP: the bearer token decides the tier in the envelope', (
   });
 
   it('writes each caller’s tier on its call-log lines', async () => {
-    await Promise.allSettled(clients.map((client) => client.close()));
+    await closeAll();
     // Stopping the gateway flushes and closes its log.
     await gateway.stop();
     const lines = readCallLog(realpathSync(join(paths.logs, 'gateway', 'calls.latest.jsonl')));
@@ -101,7 +111,6 @@ describe('tiers from the configuration: a tool mapped to a tier refuses lower ti
   const PRO_TOKEN = 'pro-token-for-the-gate-0123456789';
   let gateway: Running;
   let paths: GatewayDir;
-  const clients: Client[] = [];
 
   interface ProvEnvelope {
     result: unknown;
@@ -110,16 +119,7 @@ describe('tiers from the configuration: a tool mapped to a tier refuses lower ti
   }
   const envelopeOf = (result: unknown) => (result as { structuredContent: ProvEnvelope }).structuredContent;
 
-  const connect = async (token: string): Promise<Client> => {
-    const client = new Client({ name: 'gate-test', version: '1.0.0' });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(gateway.url), {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-      }),
-    );
-    clients.push(client);
-    return client;
-  };
+  const { connect, closeAll } = bearerClients(() => gateway.url);
 
   beforeAll(async () => {
     paths = gatewayDir((config) => {
@@ -144,7 +144,7 @@ describe('tiers from the configuration: a tool mapped to a tier refuses lower ti
   });
 
   afterAll(async () => {
-    await Promise.allSettled(clients.map((client) => client.close()));
+    await closeAll();
     await gateway?.stop();
     removeGatewayDirs();
   });
@@ -186,7 +186,7 @@ describe('tiers from the configuration: a tool mapped to a tier refuses lower ti
   });
 
   it('logs each call with its caller’s tier and the refusals as UPGRADE_REQUIRED', async () => {
-    await Promise.allSettled(clients.map((client) => client.close()));
+    await closeAll();
     await gateway.stop();
     const lines = readCallLog(realpathSync(join(paths.logs, 'gateway', 'calls.latest.jsonl')));
     expect(lines.map((line) => [line.upstream, line.tool, line.tier, line.code])).toEqual([
