@@ -9,7 +9,7 @@ import { readCallLog } from '../../src/gateway/call-log.ts';
 import { startHttpGateway } from '../../src/gateway/http.ts';
 import { openSession } from '../../src/gateway/session.ts';
 import { type GatewayDir, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
-import { BIN, FIXTURE, NODE, ROOT, type Running } from './processes.ts';
+import { BIN, FIXTURE, NODE, postInitialize, ROOT, type Running } from './processes.ts';
 
 /**
  * Several upstreams, some of which cannot start: sessions open with the ones
@@ -318,20 +318,7 @@ describe('with every upstream unable to start', () => {
       warmSpare: false,
     });
     try {
-      const response = await fetch(gateway.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'initialize',
-          params: {
-            protocolVersion: '2025-06-18',
-            capabilities: {},
-            clientInfo: { name: 'x', version: '1' },
-          },
-        }),
-      });
+      const response = await postInitialize(gateway.url, 'x');
       expect(response.status).toBe(502);
       const body = (await response.json()) as { error: { data: { canonical_code: string } } };
       expect(body.error.data.canonical_code).toBe('ADAPTER.EXECUTION.FAILED');

@@ -5,7 +5,16 @@ import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpGateway } from '../../src/gateway/http.ts';
 import { type GatewaySession, openSession } from '../../src/gateway/session.ts';
-import { BIN, FIXTURE, NODE, ROOT, type Running, startListening, startProxyHttp } from './processes.ts';
+import {
+  BIN,
+  FIXTURE,
+  NODE,
+  postInitialize,
+  ROOT,
+  type Running,
+  startListening,
+  startProxyHttp,
+} from './processes.ts';
 
 function textOf(result: { content?: unknown }): string {
   return (result.content as { text?: string }[] | undefined)?.[0]?.text ?? '';
@@ -219,20 +228,7 @@ describe('HTTP sessions with resumable streams', () => {
       warmSpare: false,
     });
     try {
-      const response = await fetch(gateway.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'initialize',
-          params: {
-            protocolVersion: '2025-06-18',
-            capabilities: {},
-            clientInfo: { name: 'r', version: '1' },
-          },
-        }),
-      });
+      const response = await postInitialize(gateway.url, 'r');
       const body = await response.text();
       expect(body).toMatch(/^id: \S+/m);
       const client = new Client({ name: 'resumable', version: '1.0.0' });

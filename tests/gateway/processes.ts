@@ -59,3 +59,21 @@ export function stopChild(child: ChildProcess): Promise<void> {
 export function startProxyHttp(flags: readonly string[] = []): Promise<Running> {
   return startListening([BIN, 'proxy', '--http', '127.0.0.1:0', ...flags, '--', NODE, FIXTURE]);
 }
+
+/** A raw 2025-era initialize POST, as a client without the SDK sends it. */
+export function postInitialize(url: string, clientName = 'raw'): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-06-18',
+        capabilities: {},
+        clientInfo: { name: clientName, version: '1' },
+      },
+    }),
+  });
+}
