@@ -324,9 +324,10 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   async function sendInfoPage(res: ServerResponse): Promise<void> {
     let tools: { name: string; description?: string }[] = [];
     try {
-      const session = await sharedSession();
+      // The spare's upstreams answer tools/list without starting processes just for a page.
+      const session = (await spare) ?? (await sharedSession());
       for (const upstream of session.upstreams) {
-        if (!upstream.capabilities.tools) continue;
+        if (!upstream.available || !upstream.capabilities.tools) continue;
         const listed = await upstream.request('tools/list', undefined, { timeoutMs: 5000 });
         const names = (listed.tools as { name: string; description?: string }[] | undefined) ?? [];
         const prefix = session.upstreams.length > 1 ? `${upstream.name}__` : '';
