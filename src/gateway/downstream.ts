@@ -58,6 +58,12 @@ export function toProtocolError(error: unknown): unknown {
   return error;
 }
 
+/** The id of a JSON-RPC request, when the message has a usable one. */
+export function requestIdOf(message: unknown): RequestId | undefined {
+  const id = (message as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
+}
+
 /** A JSON-RPC error response for a request the gateway answers itself. */
 export function errorResponse(id: RequestId | null, error: EnvelopeError): JSONRPCMessage {
   const rpc = toJsonRpcError(error.code, error.message, error.details);
@@ -133,7 +139,6 @@ export class Downstream {
   #outbox: Promise<void> = Promise.resolve();
   readonly #notified = new WeakSet<ServerContext>();
   #sink: DownstreamSink | undefined;
-  readonly #onRestart: (() => void)[] = [];
 
   constructor(upstreams: readonly Upstream[], options: { maxParked?: number | undefined } = {}) {
     const longest = Math.max(...upstreams.map((upstream) => upstream.longestTimeoutMs()));
@@ -147,19 +152,12 @@ export class Downstream {
       upstream.setHooks({
         onNotification: (notification) => this.#fromUpstream(notification),
         onRequest: (request, ctx) => this.#serverToClient(request, ctx.mcpReq.signal),
-        onRestart: () => {
-          for (const listener of this.#onRestart) listener();
-        },
       });
     }
   }
 
   setSink(sink: DownstreamSink): void {
     this.#sink = sink;
-  }
-
-  onRestart(listener: () => void): void {
-    this.#onRestart.push(listener);
   }
 
   /**

@@ -13,6 +13,7 @@ import { describeErrorCode, EnvelopeError, toJsonRpcError } from '../errors/inde
 import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
 import { BoundedEventStore } from './event-store.ts';
 import { renderInfoPage } from './html.ts';
+import { sendJson } from './http-reply.ts';
 import { ModernHttp } from './modern-http.ts';
 import { checkHostAndOrigin, type OriginPolicy } from './origin.ts';
 import { type GatewayOptions, type GatewaySession, openSession } from './session.ts';
@@ -65,25 +66,6 @@ interface SessionTransportChoice {
 const MCP_PATH = '/mcp';
 /** The first protocol revision of the stateless era. */
 const MODERN_ERA = '2026-07-28';
-
-function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(text)),
-    ...headers,
-  });
-  res.end(text);
-}
 
 /** An HTTP-level error: `{ "error": { "code", "message" } }` with the status from the error table. */
 function sendError(res: ServerResponse, error: EnvelopeError, headers: Record<string, string> = {}): void {

@@ -4,7 +4,8 @@ import type { AuthInfo, McpHttpHandler } from '@modelcontextprotocol/server';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../errors/index.ts';
 import { advertisedCapabilities } from './availability.ts';
-import { Downstream, errorResponse, listenSink } from './downstream.ts';
+import { Downstream, errorResponse, listenSink, requestIdOf } from './downstream.ts';
+import { sendJson } from './http-reply.ts';
 import { listenedResources, ResourceListens } from './listen.ts';
 import { Relay } from './relay.ts';
 import { connectUpstreams, type GatewayOptions, watchRecoveries } from './session.ts';
@@ -35,23 +36,9 @@ interface PrincipalSession {
   serve: ReturnType<typeof toNodeHandler>;
 }
 
-function requestIdOf(body: unknown): string | number | null {
-  const id = (body as { id?: unknown } | null)?.id;
-  return typeof id === 'string' || typeof id === 'number' ? id : null;
-}
-
-function answer(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(text)),
-  });
-  res.end(text);
-}
-
 /** A request refused before it is served gets its JSON-RPC error in-band, as the SDK's own refusals do. */
 function refuse(res: ServerResponse, body: unknown, error: EnvelopeError): void {
-  answer(res, 200, errorResponse(requestIdOf(body), error));
+  sendJson(res, 200, errorResponse(requestIdOf(body) ?? null, error));
 }
 
 export class ModernHttp {
@@ -70,7 +57,7 @@ export class ModernHttp {
     } catch (error) {
       const failure =
         error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
-      answer(res, 502, errorResponse(requestIdOf(body), failure));
+      sendJson(res, 502, errorResponse(requestIdOf(body) ?? null, failure));
       return;
     }
     let uris: string[] | undefined;
@@ -136,7 +123,6 @@ export class ModernHttp {
       if (upstream.capabilities.resources) handler.notify.resourcesChanged();
     });
     const listens = new ResourceListens(upstreams, onError);
-    downstream.onRestart(() => listens.resubscribe());
     return { upstreams, downstream, listens, handler, serve: toNodeHandler(handler, { onerror: onError }) };
   }
 }

@@ -12,6 +12,7 @@ import {
   parseJSONRPCMessage,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/server';
+import { sendJson } from './http-reply.ts';
 
 /** SSE comment lines keep idle streams open through proxies that drop silent connections. */
 const KEEP_ALIVE_MS = 15_000;
@@ -41,14 +42,9 @@ interface Exchange {
   keepAlive?: NodeJS.Timeout;
 }
 
+/** A JSON-RPC error for an HTTP request the transport refuses, as the SDK's transport words it. */
 function rpcError(res: ServerResponse, status: number, code: number, message: string, headers = {}): void {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } });
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(body)),
-    ...headers,
-  });
-  res.end(body);
+  sendJson(res, status, { jsonrpc: '2.0', id: null, error: { code, message } }, headers);
 }
 
 /**
@@ -98,9 +94,9 @@ function sseEvent(message: JSONRPCMessage): string {
  * server-to-client request that does (progress, log messages, sampling,
  * elicitation). The specification lets the server choose per POST and obliges
  * clients to take both; a client whose Accept header ranks the event stream
- * first gets a stream from the start. The SDK's own transport chooses once per session, and
- * its SSE path (through Web streams and a Request/Response adapter) costs
- * several times the JSON reply, which is what most tool calls can use.
+ * first gets a stream from the start. The SDK's own transport chooses once per
+ * session, and its SSE path (through Web streams and a Request/Response
+ * adapter) costs several times the JSON reply, which most tool calls can use.
  *
  * Validation follows the SDK's transport: Accept (406), Content-Type (415),
  * JSON-RPC shape (400/-32700), a second initialize (400/-32600), the
@@ -224,9 +220,9 @@ export class SessionTransport implements Transport {
       return;
     }
     // An id still waiting for its answer would have its answer go to the wrong POST.
-    const ids = new Set<RequestId>();
+    const pending = new Set<RequestId>();
     for (const request of requests) {
-      if (this.#exchanges.has(request.id) || ids.has(request.id)) {
+      if (this.#exchanges.has(request.id) || pending.has(request.id)) {
         rpcError(
           res,
           400,
@@ -235,11 +231,11 @@ export class SessionTransport implements Transport {
         );
         return;
       }
-      ids.add(request.id);
+      pending.add(request.id);
     }
     const exchange: Exchange = {
       res,
-      pending: new Set(requests.map((request) => request.id)),
+      pending,
       answered: [],
       batch: Array.isArray(body),
       streaming: false,
