@@ -7,7 +7,7 @@ import type {
 } from '@modelcontextprotocol/server';
 import { PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../errors/index.ts';
-import { errorResponse } from './downstream.ts';
+import { errorResponse, requestIdOf } from './downstream.ts';
 import type { Upstream } from './upstream.ts';
 
 /**
@@ -62,6 +62,8 @@ export class ResourceListens {
   constructor(upstreams: readonly Upstream[], report: (error: unknown) => void = () => {}) {
     this.#upstreams = upstreams;
     this.#report = report;
+    // A restarted (or late-started) upstream has no subscriptions of ours.
+    for (const upstream of upstreams) upstream.onRecovered(() => this.#resubscribe());
   }
 
   /** Subscribes upstream to the URIs no stream listened for yet; resolves once the upstream agreed. */
@@ -96,8 +98,8 @@ export class ResourceListens {
     }
   }
 
-  /** A restarted upstream has forgotten its subscriptions. */
-  resubscribe(): void {
+  /** Subscribes again to everything listened for, once an upstream is back. */
+  #resubscribe(): void {
     for (const uri of this.#counts.keys()) this.#subscribing.set(uri, this.#send('resources/subscribe', uri));
   }
 
@@ -114,11 +116,6 @@ export class ResourceListens {
       ),
     );
   }
-}
-
-function requestIdOf(message: JSONRPCMessage): RequestId | undefined {
-  const id = (message as { id?: unknown }).id;
-  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
 }
 
 /**

@@ -22,7 +22,6 @@ export async function serveGatewayOnStdio(options: GatewayOptions): Promise<Stdi
   });
   // serveStdio answers subscriptions/listen itself; watching its input keeps the upstream subscribed.
   const listens = new ResourceListens(session.upstreams);
-  session.relay.downstream.onRestart(() => listens.resubscribe());
   const transport = new ListenWatchingTransport(new StdioServerTransport(), listens);
   const handle = serveStdio(() => session.relay.server, { transport, onerror: () => {} });
   process.stdin.once('end', () => markClosed());

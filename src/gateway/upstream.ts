@@ -61,7 +61,6 @@ export interface UpstreamOptions {
 export interface UpstreamHooks {
   onNotification(notification: Notification): void | Promise<void>;
   onRequest(request: JSONRPCRequest, ctx: ClientContext): Promise<Result>;
-  onRestart?(): void;
 }
 
 export interface UpstreamRequestOptions {
@@ -347,7 +346,6 @@ export class Upstream {
       if (this.#closing) return settle();
       this.#start()
         .then(() => {
-          this.#hooks?.onRestart?.();
           for (const listener of this.#recoveryListeners) listener();
         })
         .catch(() => {
@@ -372,7 +370,7 @@ export class Upstream {
   /** Waits (bounded) for a restarting upstream, then returns its client. */
   async #liveClient(deadline: number): Promise<Client> {
     // The common case, without a timer: connected and not restarting.
-    if (!this.#down && this.#client && !this.#closing) return this.#client;
+    if (this.available && this.#client) return this.#client;
     for (let attempt = 0; attempt < 3; attempt++) {
       if (this.#closing) throw this.#failure(`upstream ${this.name} is shut down`);
       if (this.#startFailure) throw this.#startFailure;
