@@ -75,6 +75,17 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 notifications over $nam
     await eventually(client, 'subscribed', (text) => !JSON.parse(text).includes(uri));
   });
 
+  it('subscribes a restarted upstream again to what open listen streams name', async () => {
+    const uri = `test://template/${target.name}-restart/data`;
+    const listening = await client.listen({ resourceSubscriptions: [uri] });
+    const before = textOf(await client.callTool({ name: 'pid', arguments: {} }));
+    await client.callTool({ name: 'crash', arguments: {} }).catch(() => {});
+    // A new process, which has never heard of the URI unless the gateway subscribed it again.
+    await eventually(client, 'pid', (pid) => pid !== before);
+    await eventually(client, 'subscribed', (text) => JSON.parse(text).includes(uri));
+    await listening.close();
+  });
+
   it('refuses a listen stream naming more than 100 resources with INPUT_TOO_LARGE', async () => {
     const uris = Array.from({ length: 101 }, (_, index) => `test://template/${index}/data`);
     const error = await client.listen({ resourceSubscriptions: uris }).catch((caught: unknown) => caught);
