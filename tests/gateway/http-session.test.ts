@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prefersEventStream } from '../../src/gateway/session-transport.ts';
-import { type Running, startProxyHttp } from './processes.ts';
+import { initializeMessage, type Running, startProxyHttp } from './processes.ts';
 
 const VERSION = '2025-06-18';
 const JSON_FIRST = 'application/json, text/event-stream';
@@ -59,12 +59,7 @@ describe('a 2025-era HTTP session answers each POST as JSON or as a stream', () 
 
   beforeAll(async () => {
     proxy = await startProxyHttp();
-    const init = await post({
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-    });
+    const init = await post(initializeMessage(0, 'raw', VERSION));
     expect(init.status).toBe(200);
     session = init.session ?? '';
     expect(session).not.toBe('');
@@ -128,16 +123,7 @@ describe('a 2025-era HTTP session answers each POST as JSON or as a stream', () 
       [post(call(6, 'echo', { text: 'x' }), { accept: 'application/json' }), 406, -32000],
       [post(call(7, 'echo', { text: 'x' }), { 'content-type': 'text/plain' }), 415, -32000],
       [post(call(8, 'echo', { text: 'x' }), { 'mcp-protocol-version': '1999-01-01' }), 400, -32000],
-      [
-        post({
-          jsonrpc: '2.0',
-          id: 9,
-          method: 'initialize',
-          params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'again', version: '1' } },
-        }),
-        400,
-        -32600,
-      ],
+      [post(initializeMessage(9, 'again', VERSION)), 400, -32600],
       [post({ jsonrpc: '1.0', id: 10, method: 'ping' }), 400, -32700],
       [post([]), 400, -32600],
     ];

@@ -2,14 +2,9 @@ import { request as httpRequest } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, FIXTURE, NODE, ROOT, type Running, startProxyHttp } from './processes.ts';
+import { BIN, FIXTURE, initializeMessage, NODE, ROOT, type Running, startProxyHttp } from './processes.ts';
 
-const INIT = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-};
+const INIT = initializeMessage();
 
 interface RawResponse {
   status: number;

@@ -60,20 +60,21 @@ export function startProxyHttp(flags: readonly string[] = []): Promise<Running> 
   return startListening([BIN, 'proxy', '--http', '127.0.0.1:0', ...flags, '--', NODE, FIXTURE]);
 }
 
-/** A raw 2025-era initialize POST, as a client without the SDK sends it. */
+/** A 2025-era initialize request, as a client without the SDK writes it. */
+export function initializeMessage(id = 1, clientName = 'raw', protocolVersion = '2025-06-18') {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'initialize',
+    params: { protocolVersion, capabilities: {}, clientInfo: { name: clientName, version: '1' } },
+  };
+}
+
+/** A raw 2025-era initialize POST. */
 export function postInitialize(url: string, clientName = 'raw'): Promise<Response> {
   return fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-06-18',
-        capabilities: {},
-        clientInfo: { name: clientName, version: '1' },
-      },
-    }),
+    body: JSON.stringify(initializeMessage(1, clientName)),
   });
 }

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { Client, ProtocolError } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, FIXTURE, NODE, ROOT, stopChild } from './processes.ts';
+import { BIN, FIXTURE, initializeMessage, NODE, ROOT, stopChild } from './processes.ts';
 
 function textOf(result: { content?: unknown }): string {
   const first = (result.content as { type: string; text?: string }[] | undefined)?.[0];
@@ -211,16 +211,7 @@ describe('proxy over stdio with a misbehaving client', () => {
           if (out.includes('\n')) resolve(out.split('\n')[0] ?? '');
         });
       });
-      const init = {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-06-18',
-          capabilities: {},
-          clientInfo: { name: 'raw', version: '1' },
-        },
-      };
+      const init = initializeMessage();
       child.stdin.write(`not json at all\n{"half": \n${JSON.stringify(init)}\n`);
       const line = JSON.parse(await answer);
       expect(line.id).toBe(1);
