@@ -12,10 +12,10 @@ import type {
 import { ProtocolError, Server } from '@modelcontextprotocol/server';
 import { EnvelopeError, toJsonRpcError } from '../errors/index.ts';
 import { connectionSink, Downstream, isModernEra, toProtocolError } from './downstream.ts';
+import { NAMESPACE_SEPARATOR } from './namespace.ts';
 import type { Upstream } from './upstream.ts';
 
-/** Separates an upstream's name from a tool or prompt name when several upstreams are fronted. */
-export const NAMESPACE_SEPARATOR = '__';
+export { NAMESPACE_SEPARATOR };
 
 export type CallToolParams = {
   name: string;

@@ -7,9 +7,7 @@
 import { DEFAULT_TIERS } from '../envelope/tiers.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
-
-/** The relay's NAMESPACE_SEPARATOR, repeated so that loading a configuration does not load the MCP SDK. */
-export const TOOL_NAMESPACE_SEPARATOR = '__';
+import { NAMESPACE_SEPARATOR } from './namespace.ts';
 
 /** The lowest tier that may call a tool, and what the upgrade hint says when a caller lacks it. */
 export interface ToolTier {
@@ -96,11 +94,9 @@ export function resolveTiers(raw: TierInputs, file?: string): ResolvedTiers {
   const ownerOf = (name: string): { upstream: string; tool: string } | undefined => {
     if (raw.upstreams.length === 1) return { upstream: raw.upstreams[0]?.name as string, tool: name };
     // Split as the relay does: at the first separator.
-    const at = name.indexOf(TOOL_NAMESPACE_SEPARATOR);
+    const at = name.indexOf(NAMESPACE_SEPARATOR);
     const upstream = at > 0 ? name.slice(0, at) : '';
-    return tools.has(upstream)
-      ? { upstream, tool: name.slice(at + TOOL_NAMESPACE_SEPARATOR.length) }
-      : undefined;
+    return tools.has(upstream) ? { upstream, tool: name.slice(at + NAMESPACE_SEPARATOR.length) } : undefined;
   };
 
   for (const [name, value] of Object.entries(raw.tiers?.tools ?? {})) {
@@ -109,7 +105,7 @@ export function resolveTiers(raw: TierInputs, file?: string): ResolvedTiers {
     if (!owner) {
       const names = raw.upstreams.map((upstream) => upstream.name).join(', ');
       throw invalid(
-        `names no configured upstream: with several upstreams, tools are named <upstream>${TOOL_NAMESPACE_SEPARATOR}<tool> (upstreams: ${names})`,
+        `names no configured upstream: with several upstreams, tools are named <upstream>${NAMESPACE_SEPARATOR}<tool> (upstreams: ${names})`,
         path,
       );
     }

@@ -12,8 +12,6 @@ import {
   restartDelayMs,
   UPSTREAM_DIALECTS,
 } from '../../../src/gateway/config.ts';
-import { NAMESPACE_SEPARATOR } from '../../../src/gateway/relay.ts';
-import { TOOL_NAMESPACE_SEPARATOR } from '../../../src/gateway/tiers-config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -341,10 +339,6 @@ describe('tiers', () => {
       ),
     );
     expect(error.details?.pointer).toBe('/auth/tokens/0/tier');
-  });
-
-  it('repeats the relay’s namespace separator', () => {
-    expect(TOOL_NAMESPACE_SEPARATOR).toBe(NAMESPACE_SEPARATOR);
   });
 });
 
