@@ -23,8 +23,9 @@ const SUPERGATEWAY = `${root}node_modules/supergateway/dist/index.js`;
 const MCP_PROXY = `${root}node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs`;
 const BARE_FORWARDER = fileURLToPath(new URL('./peers/bare-forwarder.ts', import.meta.url));
 
-const WARMUP = 200;
-const SEQUENTIAL = 1000;
+const WARMUP = 2000;
+const SEQUENTIAL = 2000;
+const ROUNDS = 10;
 const CONCURRENT_TOTAL = 3000;
 const IN_FLIGHT = 16;
 const RSS_CALLS = 400;
@@ -88,15 +89,38 @@ async function echo(client: Client): Promise<void> {
   if (!text?.includes(PAYLOAD)) throw new Error('echo came back wrong');
 }
 
-async function measure(client: Client): Promise<Figures> {
-  for (let i = 0; i < WARMUP; i++) await echo(client);
-  const latencies: number[] = [];
-  for (let i = 0; i < SEQUENTIAL; i++) {
-    const started = performance.now();
-    await echo(client);
-    latencies.push(performance.now() - started);
+/**
+ * p50/p99 of sequential calls, and calls/s at IN_FLIGHT, for each client. Every
+ * client is first warmed to a steady state (the JIT of each process in the
+ * chain has seen the path), then the sequential calls run in ROUNDS that take
+ * the clients in turn, so a drift of the machine during the run weighs on all
+ * of them alike instead of on whichever came last.
+ */
+async function measure(clients: Client[]): Promise<Figures[]> {
+  for (const client of clients) for (let i = 0; i < WARMUP; i++) await echo(client);
+  const latencies = clients.map((): number[] => []);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [index, client] of clients.entries()) {
+      for (let i = 0; i < SEQUENTIAL / ROUNDS; i++) {
+        const started = performance.now();
+        await echo(client);
+        latencies[index]?.push(performance.now() - started);
+      }
+    }
   }
-  latencies.sort((a, b) => a - b);
+  const figures: Figures[] = [];
+  for (const [index, client] of clients.entries()) {
+    const sorted = (latencies[index] ?? []).sort((a, b) => a - b);
+    figures.push({
+      p50: quantile(sorted, 0.5),
+      p99: quantile(sorted, 0.99),
+      callsPerSecond: await throughput(client),
+    });
+  }
+  return figures;
+}
+
+async function throughput(client: Client): Promise<number> {
   let issued = 0;
   const started = performance.now();
   await Promise.all(
@@ -107,12 +131,7 @@ async function measure(client: Client): Promise<Figures> {
       }
     }),
   );
-  const seconds = (performance.now() - started) / 1000;
-  return {
-    p50: quantile(latencies, 0.5),
-    p99: quantile(latencies, 0.99),
-    callsPerSecond: CONCURRENT_TOTAL / seconds,
-  };
+  return CONCURRENT_TOTAL / ((performance.now() - started) / 1000);
 }
 
 /** Peak resident set of a process, from /proc (Linux), in MiB. */
@@ -153,24 +172,13 @@ function ratio(label: string, ours: Figures, peer: Figures): string {
 
 async function main(): Promise<void> {
   console.log(
-    `tools/call, ${PAYLOAD.length} B echo; ${SEQUENTIAL} sequential, ${CONCURRENT_TOTAL} at ${IN_FLIGHT} in flight`,
+    `tools/call, ${PAYLOAD.length} B echo; after ${WARMUP} warm-up calls each, ${SEQUENTIAL} sequential ` +
+      `(${ROUNDS} rounds taking the clients in turn), then ${CONCURRENT_TOTAL} at ${IN_FLIGHT} in flight`,
   );
 
   const direct = await stdioClient(UPSTREAM);
-  const directFigures = await measure(direct);
-  await direct.close();
-  console.log(row('stdio, direct to upstream', directFigures));
-
   const bareStdioClient = await stdioClient([BARE_FORWARDER, 'stdio', '--', NODE, ...UPSTREAM]);
-  const bareStdio = await measure(bareStdioClient);
-  await bareStdioClient.close();
-  console.log(row('stdio, bare forwarder (floor)', bareStdio));
-
   const viaStdio = await stdioClient([GATEWAY, 'proxy', '--', NODE, ...UPSTREAM]);
-  const gatewayStdio = await measure(viaStdio);
-  await viaStdio.close();
-  console.log(row('stdio, through mcp-envelope proxy', gatewayStdio));
-
   // Envelope mode: every result validated, wrapped as mcp.envelope.v0.1 and carried twice.
   const viaEnvelope = await stdioClient([
     GATEWAY,
@@ -181,8 +189,17 @@ async function main(): Promise<void> {
     NODE,
     ...UPSTREAM,
   ]);
-  const envelopeStdio = await measure(viaEnvelope);
-  await viaEnvelope.close();
+  const stdioClients = [direct, bareStdioClient, viaStdio, viaEnvelope];
+  const [directFigures, bareStdio, gatewayStdio, envelopeStdio] = (await measure(stdioClients)) as [
+    Figures,
+    Figures,
+    Figures,
+    Figures,
+  ];
+  await Promise.all(stdioClients.map((client) => client.close()));
+  console.log(row('stdio, direct to upstream', directFigures));
+  console.log(row('stdio, bare forwarder (floor)', bareStdio));
+  console.log(row('stdio, through mcp-envelope proxy', gatewayStdio));
   console.log(row('stdio, proxy --dialect prov-v0.1', envelopeStdio));
 
   const gatewayPort = await freePort();
@@ -232,19 +249,19 @@ async function main(): Promise<void> {
   const envelopeClient = await httpClient(`http://127.0.0.1:${envelopePort}/mcp`);
   const bareClient = await httpClient(`http://127.0.0.1:${barePort}/mcp`);
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  const bareHttp = await measure(bareClient);
+  const [bareHttp, gatewayHttp, envelopeHttp, superHttp, proxyHttp] = (await measure([
+    bareClient,
+    gatewayClient,
+    envelopeClient,
+    superClient,
+    proxyClient,
+  ])) as [Figures, Figures, Figures, Figures, Figures];
+  await Promise.all([bareClient, envelopeClient, proxyClient].map((client) => client.close()));
   console.log(row('HTTP, bare forwarder (floor)', bareHttp));
-  await bareClient.close();
-  const gatewayHttp = await measure(gatewayClient);
   console.log(row('HTTP, mcp-envelope proxy', gatewayHttp));
-  const envelopeHttp = await measure(envelopeClient);
   console.log(row('HTTP, proxy --dialect prov-v0.1', envelopeHttp));
-  await envelopeClient.close();
-  const superHttp = await measure(superClient);
   console.log(row('HTTP, supergateway --stateful', superHttp));
-  const proxyHttp = await measure(proxyClient);
   console.log(row('HTTP, mcp-proxy', proxyHttp));
-  await proxyClient.close();
 
   console.log('\nratios (ours / peer; p50 lower is better, calls/s higher is better)');
   console.log(ratio('stdio: gateway / direct', gatewayStdio, directFigures));
