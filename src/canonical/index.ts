@@ -21,5 +21,6 @@ export {
   type JsonPrimitive,
   type JsonValue,
   MAX_NESTING_DEPTH,
+  pathBeyondDepth,
   setMember,
 } from './json-value.ts';

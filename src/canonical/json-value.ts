@@ -31,3 +31,34 @@ export function setMember(target: Record<string, unknown>, key: string, value: u
     target[key] = value;
   }
 }
+
+/**
+ * The path (as member names and indexes) of the first array or object nested
+ * deeper than `max` levels, or undefined. Iterative, so any depth is safe to ask
+ * about; a value this deep would overflow the stack of JSON.stringify later.
+ */
+export function pathBeyondDepth(value: unknown, max: number = MAX_NESTING_DEPTH): string[] | undefined {
+  interface Visit {
+    node: unknown;
+    depth: number;
+    key: string;
+    parent: Visit | undefined;
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  const stack: Visit[] = [{ node: value, depth: 0, key: '', parent: undefined }];
+  for (let visit = stack.pop(); visit; visit = stack.pop()) {
+    const { node, depth } = visit;
+    if (depth >= max) {
+      const path: string[] = [];
+      for (let at: Visit | undefined = visit; at?.parent; at = at.parent) path.unshift(at.key);
+      return path;
+    }
+    const entries = Array.isArray(node) ? node.entries() : Object.entries(node as object);
+    for (const [key, child] of entries) {
+      if (child !== null && typeof child === 'object') {
+        stack.push({ node: child, depth: depth + 1, key: String(key), parent: visit });
+      }
+    }
+  }
+  return undefined;
+}

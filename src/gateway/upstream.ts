@@ -16,6 +16,7 @@ import {
   SdkErrorCode,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
+import { MAX_NESTING_DEPTH } from '../canonical/index.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import { ChildProcessTransport, StderrRing } from './child-transport.ts';
 import { connectionVerdict, lossReason } from './connection-loss.ts';
@@ -484,6 +485,12 @@ export class Upstream {
       if (error.code === SdkErrorCode.ConnectionClosed || error.code === SdkErrorCode.NotConnected) {
         return this.#down ?? this.#failure(`upstream ${this.name} connection closed during ${method}`, error);
       }
+    }
+    // Serializing the request overflowed the stack: the caller's input is at fault, not the upstream.
+    if (error instanceof RangeError && /call stack/i.test(error.message)) {
+      return new EnvelopeError('JSON_TOO_DEEP', `The ${method} request is nested too deeply to forward`, {
+        max_depth: MAX_NESTING_DEPTH,
+      });
     }
     // A JSON-RPC error is the upstream's own answer and passes as is; anything else
     // (a refused connection, an HTTP failure) means the upstream could not be reached.

@@ -1,7 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { CallToolResult } from '@modelcontextprotocol/server';
+import { canonicalize } from '../canonical/canonicalize.ts';
 import { digestValue } from '../canonical/digest.ts';
-import { isJsonObject } from '../canonical/json-value.ts';
+import { isJsonObject, MAX_NESTING_DEPTH, pathBeyondDepth } from '../canonical/json-value.ts';
 import {
   type ObservedFailure,
   toolReportedErrors,
@@ -16,6 +17,7 @@ import { classifyV01, type EnvelopeV01 } from '../envelope/prov-v01.ts';
 import { FeatureGate, type TierConfig, upgradeRequiredError } from '../envelope/tiers.ts';
 import { EnvelopeError, type JsonRpcErrorObject, toJsonRpcError } from '../errors/index.ts';
 import { createIdSource, type IdSource } from '../ids/index.ts';
+import { encodePointer } from '../pointer/json-pointer.ts';
 import {
   attachRecord,
   buildCallRecord,
@@ -105,9 +107,12 @@ export interface CallSummary {
   error_code: string | null;
   request_id: string;
   duration_ms: number;
-  /** sha256 over the RFC 8785 form of the arguments and of the returned structuredContent. */
-  arguments_digest: string;
-  result_digest: string;
+  /**
+   * sha256 over the RFC 8785 form of the arguments and of the returned
+   * structuredContent; null for a value that has no canonical form (a lone surrogate).
+   */
+  arguments_digest: string | null;
+  result_digest: string | null;
   provenance: boolean;
   /** Fields of the model the chosen dialect could not carry. */
   losses: number;
@@ -176,6 +181,21 @@ function requestIdFor(dialect: ResultDialectId, runId: string): string {
   if (dialect === 'scalpel-v1') return hex;
   if (dialect === 'a11y-v0.1') return `req_${hex}`;
   return runId;
+}
+
+/** Whether the call's provenance record carries digests of its artifacts. */
+function recordsDigests(controls: CallControls): boolean {
+  return controls.captureProvenance && (controls.provenanceMode === 'full' || controls.captureArtifacts);
+}
+
+/** The sha256 of the value's canonical form, or null when it has none; a summary must not fail the call. */
+function canonicalDigest(value: unknown): string | null {
+  try {
+    return digestValue(value).value;
+  } catch (error) {
+    if (error instanceof EnvelopeError) return null;
+    throw error;
+  }
 }
 
 /** Counts array elements and object members, stopping as soon as the count passes `max`. */
@@ -474,7 +494,11 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     }
   }
 
-  async function run(call: ToolCall, requestId: string): Promise<Built | { interim: ToolResultLike }> {
+  async function run(
+    call: ToolCall,
+    requestId: string,
+    needsCanonicalArguments: boolean,
+  ): Promise<Built | { interim: ToolResultLike }> {
     const warnings: IssueEntry[] = [];
     const { tool } = call;
     if (gate) {
@@ -494,6 +518,27 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     const maxElements = options.maxArgumentElements;
     if (maxElements !== undefined && elementCount(call.arguments, maxElements) > maxElements) {
       return invalidInput(`arguments hold more than ${maxElements} elements`, '', requestId, warnings);
+    }
+    // Deeper than the canonical form allows, the arguments could be neither digested nor
+    // forwarded (serializing them overflows the stack): refused before the tool runs.
+    const tooDeep = pathBeyondDepth(call.arguments);
+    if (tooDeep) {
+      return invalidInput(
+        `arguments are nested deeper than ${MAX_NESTING_DEPTH} levels`,
+        encodePointer(tooDeep),
+        requestId,
+        warnings,
+      );
+    }
+    if (needsCanonicalArguments) {
+      // The record will digest the arguments: one with no canonical form is refused now, not after the tool ran.
+      try {
+        canonicalize(call.arguments ?? {});
+      } catch (error) {
+        if (!(error instanceof EnvelopeError)) throw error;
+        const pointer = typeof error.details?.pointer === 'string' ? error.details.pointer : '';
+        return invalidInput(error.message, pointer, requestId, warnings);
+      }
     }
     if (inputMode !== 'off' && tool.inputSchema) {
       const checked = validatorFor(tool.inputSchema)(call.arguments ?? {});
@@ -546,6 +591,43 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     return integrity ? attachRecordDigest(stripped) : stripped;
   }
 
+  /**
+   * The call's record. When an artifact has no canonical form (a lone surrogate, nesting
+   * beyond the limit) its digest cannot be taken: the record is built without digests,
+   * and an envelope built here says why in a warning with the canonical code.
+   */
+  function recordOrUndigested(
+    call: ToolCall,
+    built: Built,
+    controls: CallControls,
+    runId: string,
+  ): { built: Built; provRecord: ProvRecord } {
+    try {
+      return { built, provRecord: record(call, built, controls, runId) };
+    } catch (error) {
+      if (!(error instanceof EnvelopeError) || !recordsDigests(controls)) throw error;
+      const artifact = canonicalDigest(call.arguments ?? {}) === null ? 'arguments' : 'result';
+      const warning = entry(
+        error.code,
+        `The provenance record carries no digests: ${artifact}: ${error.message}`,
+        {
+          artifact,
+          ...(typeof error.details?.pointer === 'string' ? { pointer: error.details.pointer } : {}),
+        },
+      );
+      const own = built.envelope && built.action !== 'passed-through' && !built.foreign;
+      const noted: Built =
+        own && built.envelope
+          ? {
+              ...built,
+              envelope: { ...built.envelope, warnings: [...(built.envelope.warnings ?? []), warning] },
+            }
+          : built;
+      const undigested = { ...controls, provenanceMode: 'minimal' as const, captureArtifacts: false };
+      return { built: noted, provRecord: record(call, noted, undigested, runId) };
+    }
+  }
+
   async function callTool(call: ToolCall): Promise<CallToolResult> {
     const started = performance.now();
     const runId = ids.runId({ tool: call.tool.name, arguments: call.arguments ?? {} });
@@ -566,7 +648,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     }
     let ran: Awaited<ReturnType<typeof run>>;
     try {
-      ran = await run(call, requestId);
+      ran = await run(call, requestId, recordsDigests(controls));
     } catch (error) {
       if (!(error instanceof ToolSchemaError)) throw error;
       const entryFor = entry(
@@ -582,17 +664,19 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
 
   async function finish(
     call: ToolCall,
-    built: Built,
+    ranBuilt: Built,
     runId: string,
     controls: CallControls,
     requestId: string,
     started: number,
   ): Promise<CallToolResult> {
     const resultMeta: Record<string, unknown> = {};
+    let built = ranBuilt;
     let envelope = built.envelope;
     let provRecord: ProvRecord | undefined;
     if (controls.captureProvenance) {
-      provRecord = record(call, built, controls, runId);
+      ({ built, provRecord } = recordOrUndigested(call, built, controls, runId));
+      envelope = built.envelope;
       const inEnvelope = dialect === 'prov-v0.1' && built.action !== 'passed-through' && !built.foreign;
       if (inEnvelope && envelope) envelope = attachRecord(envelope, provRecord);
       else resultMeta[PROVENANCE_META_KEY] = provRecord;
@@ -641,8 +725,8 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         error_code: built.errorCode,
         request_id: requestId,
         duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
-        arguments_digest: digestValue(call.arguments ?? {}).value,
-        result_digest: digestValue(value).value,
+        arguments_digest: canonicalDigest(call.arguments ?? {}),
+        result_digest: canonicalDigest(value),
         provenance: provRecord !== undefined,
         losses,
       });

@@ -358,3 +358,88 @@ describe('createPipeline in every result dialect', () => {
     });
   });
 });
+
+describe('createPipeline with values that have no canonical form', () => {
+  const full = { capture_provenance: true, provenance_mode: 'full' };
+  const nested = (depth: number): unknown => {
+    let value: unknown = 'leaf';
+    for (let i = 0; i < depth; i++) value = { a: value };
+    return value;
+  };
+
+  it('refuses arguments nested beyond the limit before the tool runs, with the pointer', async () => {
+    let ran = false;
+    const pipeline = createPipeline({ onCall: () => {} });
+    const result = await pipeline.callTool(
+      call(
+        async () => {
+          ran = true;
+          return { content: [] };
+        },
+        { arguments: { id: 'a', deep: nested(1200) } },
+      ),
+    );
+    expect(ran).toBe(false);
+    const [error] = (result.structuredContent as { errors: { code: string; details: { pointer: string } }[] })
+      .errors;
+    expect(error?.code).toBe('INVALID_INPUT');
+    expect(error?.details.pointer).toBe(`/deep${'/a'.repeat(999)}`);
+  });
+
+  it('accepts arguments at the limit', async () => {
+    const pipeline = createPipeline();
+    const result = await pipeline.callTool(
+      call(text('{"ok":true}'), { arguments: { id: 'a', deep: nested(998) } }),
+    );
+    expect(result.structuredContent).toMatchObject({ result: { ok: true } });
+  });
+
+  it('refuses a lone surrogate in the arguments before the tool runs when the record digests them', async () => {
+    let ran = 0;
+    const pipeline = createPipeline();
+    const invoke = async () => {
+      ran++;
+      return { content: [{ type: 'text' as const, text: 'done' }] };
+    };
+    const refused = await pipeline.callTool(call(invoke, { arguments: { id: 'a\ud800' }, meta: full }));
+    expect(ran).toBe(0);
+    const envelope = refused.structuredContent as {
+      errors: { code: string; details: { pointer: string } }[];
+      provenance: ProvRecord;
+    };
+    expect(envelope.errors[0]).toMatchObject({ code: 'INVALID_INPUT', details: { pointer: '/id' } });
+    // The record of the refusal is still there, without the digest it cannot have.
+    expect(envelope.provenance.inputs?.[0]?.digest).toBeUndefined();
+    // Without digests in the record, nothing needs the canonical form: the call runs.
+    const minimal = await pipeline.callTool(
+      call(invoke, { arguments: { id: 'a\ud800' }, meta: { capture_provenance: true } }),
+    );
+    expect(ran).toBe(1);
+    expect(minimal.isError).toBeFalsy();
+  });
+
+  it('keeps a result with a lone surrogate, recording without digests and saying why in a warning', async () => {
+    const summaries: CallSummary[] = [];
+    const pipeline = createPipeline({ onCall: (summary) => summaries.push(summary) });
+    const result = await pipeline.callTool(
+      call(async () => ({ content: [], structuredContent: { text: 'a\ud800' } }), { meta: full }),
+    );
+    const envelope = result.structuredContent as {
+      result: unknown;
+      warnings: unknown[];
+      provenance: ProvRecord;
+    };
+    expect(envelope.result).toEqual({ text: 'a\ud800' });
+    expect(envelope.warnings).toEqual([
+      {
+        code: 'JSON_LONE_SURROGATE',
+        message: expect.stringContaining('result'),
+        details: { artifact: 'result', pointer: '/text' },
+      },
+    ]);
+    expect(envelope.provenance.outputs?.[0]?.digest).toBeUndefined();
+    expect(envelope.provenance.methods).toContain('adapter.warnings.capture');
+    expect(summaries[0]?.result_digest).toBeNull();
+    expect(summaries[0]?.arguments_digest).toBe(digestValue({ id: 'a' }).value);
+  });
+});
