@@ -1,6 +1,7 @@
-import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { ListenWatchingTransport, ResourceListens } from './listen.ts';
 import { type GatewayOptions, type GatewaySession, openSession } from './session.ts';
+import { LineServerTransport } from './stdio-transport.ts';
 
 export interface StdioGateway {
   session: GatewaySession;
@@ -22,7 +23,7 @@ export async function serveGatewayOnStdio(options: GatewayOptions): Promise<Stdi
   });
   // serveStdio answers subscriptions/listen itself; watching its input keeps the upstream subscribed.
   const listens = new ResourceListens(session.upstreams);
-  const transport = new ListenWatchingTransport(new StdioServerTransport(), listens);
+  const transport = new ListenWatchingTransport(new LineServerTransport(), listens);
   const handle = serveStdio(() => session.relay.server, { transport, onerror: () => {} });
   process.stdin.once('end', () => markClosed());
   process.stdin.once('close', () => markClosed());

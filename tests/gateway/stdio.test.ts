@@ -197,28 +197,67 @@ describe('proxy over stdio', () => {
 });
 
 describe('proxy over stdio with a misbehaving client', () => {
-  it('skips lines on its stdin that are not JSON-RPC and answers the next request', async () => {
+  /** Writes raw text to the proxy's stdin and collects the JSON lines it answers. */
+  async function exchange(input: string, answers: number): Promise<Record<string, unknown>[]> {
     const child = spawn(NODE, [BIN, 'proxy', '--', NODE, FIXTURE], {
       cwd: ROOT,
       stdio: ['pipe', 'pipe', 'ignore'],
     });
     try {
-      const answer = new Promise<string>((resolve) => {
+      const lines = new Promise<string[]>((resolve) => {
         let out = '';
         child.stdout.setEncoding('utf8');
         child.stdout.on('data', (text: string) => {
           out += text;
-          if (out.includes('\n')) resolve(out.split('\n')[0] ?? '');
+          const complete = out.split('\n').slice(0, -1);
+          if (complete.length >= answers) resolve(complete);
         });
       });
-      const init = initializeMessage();
-      child.stdin.write(`not json at all\n{"half": \n${JSON.stringify(init)}\n`);
-      const line = JSON.parse(await answer);
-      expect(line.id).toBe(1);
-      expect(line.result.serverInfo.name).toBe('everything-fixture');
+      child.stdin.write(input);
+      return (await lines).map((line) => JSON.parse(line) as Record<string, unknown>);
     } finally {
       await stopChild(child);
     }
+  }
+
+  it('answers a line that is not JSON with a parse error, as HTTP does, and reads on', async () => {
+    const init = initializeMessage();
+    const [parse, half, answer] = await exchange(`not json at all\n{"half": \n${JSON.stringify(init)}\n`, 3);
+    for (const error of [parse, half]) {
+      expect(error).toMatchObject({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32700, data: { canonical_code: 'JSON_MALFORMED' } },
+      });
+    }
+    expect(answer).toMatchObject({ id: 1, result: { serverInfo: { name: 'everything-fixture' } } });
+  });
+
+  it('answers JSON that is not JSON-RPC with -32600, under its id when it has one', async () => {
+    const init = initializeMessage();
+    const answers = await exchange(`{"id":7,"method":"ping"}\n[]\n"text"\n${JSON.stringify(init)}\n`, 4);
+    expect(
+      answers.slice(0, 3).map((answer) => [answer.id, (answer.error as { code?: number })?.code]),
+    ).toEqual([
+      [7, -32600],
+      [null, -32600],
+      [null, -32600],
+    ]);
+    expect(answers[3]).toMatchObject({ id: 1, result: { protocolVersion: expect.any(String) } });
+  });
+
+  it('refuses a request nested too deeply to forward with JSON_TOO_DEEP, and keeps serving', async () => {
+    const init = initializeMessage();
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const call = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x","d":${deep}}}}`;
+    const ping = '{"jsonrpc":"2.0","id":3,"method":"ping"}';
+    const answers = await exchange(`${JSON.stringify(init)}\n${call}\n${ping}\n`, 3);
+    const byId = (id: number) => answers.find((answer) => answer.id === id);
+    expect(byId(2)).toMatchObject({
+      id: 2,
+      error: { code: -32602, data: { canonical_code: 'JSON_TOO_DEEP' } },
+    });
+    expect(byId(3)).toMatchObject({ result: {} });
   });
 });
 

@@ -1,0 +1,86 @@
+import { PassThrough } from 'node:stream';
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
+import { describe, expect, it } from 'vitest';
+import { LineServerTransport } from '../../../src/gateway/stdio-transport.ts';
+
+/** A transport on a pair of real streams, collecting what it delivers and what it answers. */
+async function opened(maxLineBytes: number) {
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const transport = new LineServerTransport({ stdin, stdout, maxLineBytes });
+  const delivered: JSONRPCMessage[] = [];
+  const answered: Record<string, unknown>[] = [];
+  let pending = '';
+  stdout.setEncoding('utf8');
+  stdout.on('data', (text: string) => {
+    pending += text;
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) answered.push(JSON.parse(line) as Record<string, unknown>);
+  });
+  transport.onmessage = (message) => delivered.push(message);
+  await transport.start();
+  // Stream events run on later ticks; a short timer lets both directions drain.
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+  return { stdin, transport, delivered, answered, settle };
+}
+
+const ping = (id: number) => `{"jsonrpc":"2.0","id":${id},"method":"ping"}`;
+
+describe('LineServerTransport', () => {
+  it('delivers lines split across chunks and several lines in one chunk, CRLF included', async () => {
+    const { stdin, delivered, answered, settle } = await opened(1024);
+    const text = `${ping(1)}\r\n${ping(2)}\n${ping(3)}\n`;
+    stdin.write(text.slice(0, 10));
+    stdin.write(text.slice(10, 50));
+    stdin.write(text.slice(50));
+    await settle();
+    expect(delivered.map((message) => (message as { id: number }).id)).toEqual([1, 2, 3]);
+    expect(answered).toEqual([]);
+  });
+
+  it('answers a line over the limit with INPUT_TOO_LARGE under the id its opening names, then reads on', async () => {
+    const { stdin, delivered, answered, settle } = await opened(200);
+    const long = `{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"pad":"${'x'.repeat(500)}"}}`;
+    // In pieces, so the limit is passed before the newline arrives.
+    for (let at = 0; at < long.length; at += 64) stdin.write(long.slice(at, at + 64));
+    stdin.write(`\n${ping(2)}\n`);
+    await settle();
+    expect(answered).toEqual([
+      {
+        jsonrpc: '2.0',
+        id: 'big-1',
+        error: expect.objectContaining({
+          data: expect.objectContaining({ canonical_code: 'INPUT_TOO_LARGE' }),
+        }),
+      },
+    ]);
+    expect(delivered).toEqual([{ jsonrpc: '2.0', id: 2, method: 'ping' }]);
+  });
+
+  it('answers an over-long line that arrives in one chunk, with id null when no id leads it', async () => {
+    const { stdin, delivered, answered, settle } = await opened(100);
+    stdin.write(`{"method":"x","params":{"id":5,"pad":"${'y'.repeat(200)}"},"id":9}\n${ping(3)}\n`);
+    await settle();
+    expect(answered).toMatchObject([{ id: null, error: { data: { canonical_code: 'INPUT_TOO_LARGE' } } }]);
+    expect(delivered).toEqual([{ jsonrpc: '2.0', id: 3, method: 'ping' }]);
+  });
+
+  it('skips blank lines without answering them', async () => {
+    const { stdin, delivered, answered, settle } = await opened(100);
+    stdin.write(`\n  \n${ping(4)}\n`);
+    await settle();
+    expect(answered).toEqual([]);
+    expect(delivered).toHaveLength(1);
+  });
+
+  it('closes once its input ends', async () => {
+    const { stdin, transport } = await opened(100);
+    const closed = new Promise<void>((resolve) => {
+      transport.onclose = resolve;
+    });
+    stdin.end();
+    await closed;
+    await expect(transport.send({ jsonrpc: '2.0', id: 1, result: {} })).rejects.toThrow(/closed/);
+  });
+});
