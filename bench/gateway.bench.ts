@@ -4,7 +4,9 @@
  * Streamable HTTP (supergateway --stateful, mcp-proxy), all started here on
  * 127.0.0.1. A bare forwarder (bench/peers/bare-forwarder.ts: body to stdin,
  * answer back as JSON, no MCP work at all) shows the floor any HTTP bridge to
- * a stdio server stands on with this client. Then peak RSS of the HTTP front
+ * a stdio server stands on with this client; a canned answer
+ * (bench/peers/canned-answer.ts: the HTTP server answers itself, no upstream)
+ * shows what the client and one loopback exchange cost alone. Then peak RSS of the HTTP front
  * process with 100 KB results.
  * Run: node bench/gateway.bench.ts
  */
@@ -22,6 +24,7 @@ const GATEWAY = fileURLToPath(new URL('../bin/mcp-envelope', import.meta.url));
 const SUPERGATEWAY = `${root}node_modules/supergateway/dist/index.js`;
 const MCP_PROXY = `${root}node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs`;
 const BARE_FORWARDER = fileURLToPath(new URL('./peers/bare-forwarder.ts', import.meta.url));
+const CANNED_ANSWER = fileURLToPath(new URL('./peers/canned-answer.ts', import.meta.url));
 
 const WARMUP = 2000;
 const SEQUENTIAL = 2000;
@@ -241,6 +244,8 @@ async function main(): Promise<void> {
   ]);
   const barePort = await freePort();
   start([BARE_FORWARDER, String(barePort), '--', NODE, ...UPSTREAM]);
+  const cannedPort = await freePort();
+  start([CANNED_ANSWER, String(cannedPort)]);
 
   // Connect every bridge first, so that no measurement overlaps another one booting.
   const gatewayClient = await httpClient(`http://127.0.0.1:${gatewayPort}/mcp`);
@@ -248,15 +253,18 @@ async function main(): Promise<void> {
   const proxyClient = await httpClient(`http://127.0.0.1:${proxyPort}/mcp`);
   const envelopeClient = await httpClient(`http://127.0.0.1:${envelopePort}/mcp`);
   const bareClient = await httpClient(`http://127.0.0.1:${barePort}/mcp`);
+  const cannedClient = await httpClient(`http://127.0.0.1:${cannedPort}/mcp`);
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  const [bareHttp, gatewayHttp, envelopeHttp, superHttp, proxyHttp] = (await measure([
+  const [cannedHttp, bareHttp, gatewayHttp, envelopeHttp, superHttp, proxyHttp] = (await measure([
+    cannedClient,
     bareClient,
     gatewayClient,
     envelopeClient,
     superClient,
     proxyClient,
-  ])) as [Figures, Figures, Figures, Figures, Figures];
-  await Promise.all([bareClient, envelopeClient, proxyClient].map((client) => client.close()));
+  ])) as [Figures, Figures, Figures, Figures, Figures, Figures];
+  await Promise.all([cannedClient, bareClient, envelopeClient, proxyClient].map((client) => client.close()));
+  console.log(row('HTTP, canned answer (no upstream)', cannedHttp));
   console.log(row('HTTP, bare forwarder (floor)', bareHttp));
   console.log(row('HTTP, mcp-envelope proxy', gatewayHttp));
   console.log(row('HTTP, proxy --dialect prov-v0.1', envelopeHttp));
@@ -278,7 +286,8 @@ async function main(): Promise<void> {
   console.log(ratio('HTTP: supergateway / bare forwarder', superHttp, bareHttp));
   console.log(
     `targets over HTTP: p50 under half of supergateway's (${(superHttp.p50 / 2).toFixed(3)} ms; ` +
-      `the bare forwarder's floor is ${bareHttp.p50.toFixed(3)} ms), calls/s at least 1.5x supergateway's`,
+      `the bare forwarder's floor is ${bareHttp.p50.toFixed(3)} ms, a canned answer with no upstream ` +
+      `${cannedHttp.p50.toFixed(3)} ms), calls/s at least 1.5x supergateway's`,
   );
 
   const before = [peakRssMiB(gatewayProcess.pid), peakRssMiB(superProcess.pid)];
