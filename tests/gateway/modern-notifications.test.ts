@@ -93,6 +93,40 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 notifications over $nam
     expect(JSON.parse(textOf(await client.callTool({ name: 'subscribed', arguments: {} })))).toEqual([]);
   });
 
+  it('refuses a listen stream past 1,000 listened resources in all with RESOURCE_EXHAUSTED', async () => {
+    const streams = [];
+    for (let stream = 0; stream < 10; stream++) {
+      const uris = Array.from({ length: 100 }, (_, index) => `test://template/${stream}-${index}/data`);
+      streams.push(await client.listen({ resourceSubscriptions: uris }));
+    }
+    const error = await client
+      .listen({ resourceSubscriptions: ['test://template/one-more/data'] })
+      .catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ data: { canonical_code: 'RESOURCE_EXHAUSTED', max: 1000 } });
+    // A resource already listened for costs nothing more.
+    const again = await client.listen({ resourceSubscriptions: ['test://template/0-0/data'] });
+    await again.close();
+    await Promise.all(streams.map((stream) => stream.close()));
+    await eventually(client, 'subscribed', (text) => JSON.parse(text).length === 0);
+    const after = await client.listen({ resourceSubscriptions: ['test://template/one-more/data'] });
+    await after.close();
+  });
+
+  it.runIf(target.name === 'stdio')(
+    'keeps at most 1,024 listen streams open on one stdio connection',
+    async () => {
+      const uri = 'test://template/many-streams/data';
+      const streams = await Promise.all(
+        Array.from({ length: 1024 }, () => client.listen({ resourceSubscriptions: [uri] })),
+      );
+      const error = await client.listen({ resourceSubscriptions: [uri] }).catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ data: { canonical_code: 'RESOURCE_EXHAUSTED', max: 1024 } });
+      await streams.pop()?.close();
+      const replacement = await client.listen({ resourceSubscriptions: [uri] });
+      await Promise.all([...streams, replacement].map((stream) => stream.close()));
+    },
+  );
+
   it('sends the upstream’s log messages at the level the request’s _meta asks for, and none without one', async () => {
     logs.length = 0;
     const call = (meta?: Record<string, unknown>) =>

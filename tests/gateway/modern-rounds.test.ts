@@ -126,6 +126,22 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
     expect(sent('tools/call') - before).toBe(2);
   });
 
+  it('lets at most 32 requests wait on one call; the upstream’s next one is refused at once', async () => {
+    const client = modernClient({ elicitation: {} });
+    let asked = 0;
+    client.setRequestHandler('elicitation/create', async () => {
+      asked++;
+      return NAME;
+    });
+    const sent = await connected(target, client);
+    const before = sent('tools/call');
+    const result = await client.callTool({ name: 'ask_many', arguments: { count: 33 } });
+    expect(textOf(result)).toMatch(/^answered=32, refused=1: .*At most 32 requests may wait on one call/);
+    expect(asked).toBe(32);
+    // All 32 went out in one round.
+    expect(sent('tools/call') - before).toBe(2);
+  });
+
   it('refuses tampered, foreign, outdated and spent requestState with the SDK’s -32602', async () => {
     const client = modernClient({ elicitation: {} });
     await connected(target, client);
