@@ -216,9 +216,14 @@ export class InputRounds {
     }
   }
 
-  /** Runs the request's call (a new one, or the one it claimed) until it finishes or needs input. */
+  /**
+   * Runs the request's call (the one it claimed, or a new one) until it finishes
+   * or needs input. A request whose call is over may start another: the relay
+   * asks a second upstream for a resource the first did not have.
+   */
   run(ctx: ServerContext, request: RoundCall): Promise<Result> {
-    return this.#next(this.#byCtx.get(ctx) ?? this.#start(ctx, request), ctx);
+    const claimed = this.#byCtx.get(ctx);
+    return this.#next(claimed && !claimed.done ? claimed : this.#start(ctx, request), ctx);
   }
 
   /** Hands an upstream server-to-client request to the newest live call; undefined when there is none. */

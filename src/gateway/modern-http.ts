@@ -107,8 +107,10 @@ export class ModernHttp {
     const upstreams = await connectUpstreams(gateway);
     const capabilities = advertisedCapabilities(gateway, upstreams);
     const downstream = new Downstream(upstreams, { maxParked: gateway.maxParkedCalls });
+    // Each request has a relay of its own: where the resources are is kept across them.
+    const resourceOwners = new Map<string, Upstream>();
     const handler = createMcpHandler(
-      () => new Relay(upstreams, { ...gateway, capabilities, downstream }).server,
+      () => new Relay(upstreams, { ...gateway, capabilities, downstream, resourceOwners }).server,
       {
         legacy: 'reject',
         maxRequestBodySize: maxBodyBytes,

@@ -66,6 +66,12 @@ export interface RelayOptions {
   downstream?: Downstream;
   /** Most 2026-07-28 calls parked for client input at once (default 1,000). */
   maxParkedCalls?: number;
+  /**
+   * Which upstream listed each resource URI, when relays share an upstream
+   * session (the per-request relays of stateless HTTP): a read then goes where
+   * an earlier request's list found the resource.
+   */
+  resourceOwners?: Map<string, Upstream>;
 }
 
 const MAX_PAGES = 100;
@@ -108,13 +114,14 @@ export class Relay {
   readonly #upstreams: readonly Upstream[];
   readonly #byName: Map<string, Upstream>;
   readonly #options: RelayOptions;
-  readonly #resourceOwners = new Map<string, Upstream>();
+  readonly #resourceOwners: Map<string, Upstream>;
 
   constructor(upstreams: readonly Upstream[], options: RelayOptions = {}) {
     if (upstreams.length === 0) throw new EnvelopeError('USAGE_ERROR', 'A relay needs at least one upstream');
     this.#upstreams = upstreams;
     this.#byName = new Map(upstreams.map((upstream) => [upstream.name, upstream]));
     this.#options = options;
+    this.#resourceOwners = options.resourceOwners ?? new Map();
     this.#ownsDownstream = options.downstream === undefined;
     this.downstream = options.downstream ?? new Downstream(upstreams, { maxParked: options.maxParkedCalls });
     const single = upstreams.length === 1 ? upstreams[0] : undefined;
@@ -223,7 +230,40 @@ export class Relay {
 
   #resourceUpstream(uri: unknown): Upstream {
     if (!this.#multi) return this.#first();
-    return (typeof uri === 'string' ? this.#resourceOwners.get(uri) : undefined) ?? this.#first();
+    return (
+      (typeof uri === 'string' ? this.#resourceOwners.get(uri) : undefined) ??
+      this.#resourceHolders()[0] ??
+      this.#first()
+    );
+  }
+
+  /** The upstreams that serve resources, in configuration order. */
+  #resourceHolders(): Upstream[] {
+    return this.#upstreams.filter((upstream) => upstream.available && upstream.capabilities.resources);
+  }
+
+  /**
+   * Reads a resource. A URI no list has named yet (one from a template, or
+   * from before a restart) is asked of each upstream that serves resources in
+   * turn; the first that has it is remembered as its owner.
+   */
+  async #read(params: Record<string, unknown> | undefined, ctx: ServerContext): Promise<Result> {
+    const uri = params?.uri;
+    const known = typeof uri === 'string' ? this.#resourceOwners.get(uri) : undefined;
+    const candidates = !this.#multi || known ? [this.#resourceUpstream(uri)] : this.#resourceHolders();
+    let firstError: unknown;
+    for (const upstream of candidates) {
+      try {
+        const result = await this.#forward(upstream, 'resources/read', params, ctx);
+        if (this.#multi && typeof uri === 'string') this.#resourceOwners.set(uri, upstream);
+        return result;
+      } catch (error) {
+        // Only the upstream's own refusal moves on to the next; a cancelled request stops here.
+        if (!(error instanceof ProtocolError) || ctx.mcpReq.signal.aborted) throw error;
+        firstError ??= error;
+      }
+    }
+    throw firstError ?? notFound(`Unknown resource: ${String(uri)}`);
   }
 
   #registerHandlers(capabilities: ServerCapabilities): void {
@@ -294,7 +334,11 @@ export class Relay {
           this.#list('resources/templates/list', 'resourceTemplates', params, ctx, (item) => item),
         ),
       );
-      for (const method of ['resources/read', 'resources/subscribe', 'resources/unsubscribe'] as const) {
+      server.setRequestHandler(
+        'resources/read',
+        this.#handle((params, ctx) => this.#read(params, ctx)),
+      );
+      for (const method of ['resources/subscribe', 'resources/unsubscribe'] as const) {
         server.setRequestHandler(
           method,
           this.#handle((params, ctx) =>
