@@ -11,9 +11,11 @@ import type { AuthInfo, Transport } from '@modelcontextprotocol/server';
 import { isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
 import { describeErrorCode, EnvelopeError, toJsonRpcError } from '../errors/index.ts';
 import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
+import { errorResponse, requestIdOf } from './downstream.ts';
 import { BoundedEventStore } from './event-store.ts';
 import { renderInfoPage } from './html.ts';
 import { sendJson } from './http-reply.ts';
+import { nestingRefusal } from './inbound-depth.ts';
 import { ModernHttp } from './modern-http.ts';
 import { checkHostAndOrigin, type OriginPolicy } from './origin.ts';
 import { type GatewayOptions, type GatewaySession, openSession } from './session.ts';
@@ -275,6 +277,11 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         body = JSON.parse(raw.toString('utf8'));
       } catch {
         sendRpcError(res, 400, -32700, 'JSON_MALFORMED', 'Parse error: the body is not valid JSON');
+        return;
+      }
+      const tooDeep = nestingRefusal(body);
+      if (tooDeep) {
+        sendJson(res, 400, errorResponse(requestIdOf(body) ?? null, tooDeep));
         return;
       }
     }

@@ -6,6 +6,8 @@ import {
   type Transport,
 } from '@modelcontextprotocol/server';
 import { toJsonRpcError } from '../errors/index.ts';
+import { errorResponse, requestIdOf } from './downstream.ts';
+import { nestingRefusal } from './inbound-depth.ts';
 
 /** The longest line read from the client; the upstream side has the same bound. */
 export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
@@ -46,6 +48,7 @@ export interface LineServerTransportOptions {
  * such lines as the HTTP side answers such bodies, and reads on:
  * - not JSON: -32700 with id null (JSON_MALFORMED);
  * - JSON that is not a JSON-RPC message: -32600, with its id when it has one;
+ * - nested past the canonical limit: JSON_TOO_DEEP, with its id;
  * - longer than `maxLineBytes`: INPUT_TOO_LARGE, with the id its opening names.
  * Lines are gathered as a list of chunks, so a long line costs one copy.
  */
@@ -178,6 +181,11 @@ export class LineServerTransport implements Transport {
       this.#answer(null, -32700, 'JSON_MALFORMED', 'Parse error: the line is not valid JSON');
       return;
     }
+    const tooDeep = nestingRefusal(value);
+    if (tooDeep) {
+      this.#send(errorResponse(requestIdOf(value) ?? null, tooDeep));
+      return;
+    }
     let message: JSONRPCMessage;
     try {
       message = parseJSONRPCMessage(value);
@@ -221,7 +229,11 @@ export class LineServerTransport implements Transport {
       ...(rpc?.data === undefined ? {} : { data: rpc.data }),
     };
     // The SDK's response type wants an id; JSON-RPC answers an unreadable request with null.
-    this.send({ jsonrpc: '2.0', id, error } as unknown as JSONRPCMessage).catch((failure: unknown) => {
+    this.#send({ jsonrpc: '2.0', id, error } as unknown as JSONRPCMessage);
+  }
+
+  #send(message: JSONRPCMessage): void {
+    this.send(message).catch((failure: unknown) => {
       this.onerror?.(failure instanceof Error ? failure : new Error(String(failure)));
     });
   }

@@ -136,6 +136,40 @@ describe('a 2025-era HTTP session answers each POST as JSON or as a stream', () 
     expect((await post(call(11, 'echo', { text: 'still here' }))).status).toBe(200);
   });
 
+  it('refuses a message nested past 1,000 levels with JSON_TOO_DEEP under its id, in either era', async () => {
+    const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    const deep = (id: number, levels: number) =>
+      `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":{"text":"x","d":${nested(levels)}}}}`;
+    // At the limit (the array 1,000 levels under the message's root) the call goes through.
+    const atLimit = await post(deep(12, 996));
+    expect(JSON.parse(atLimit.text)).toMatchObject({ id: 12, result: { structuredContent: { text: 'x' } } });
+    // 2026-07-28: no session, the era in the headers. Without the check, serializing the body
+    // again on its way to the SDK's handler overflowed the stack: an internal error.
+    const modern = await fetch(proxy.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: JSON_FIRST,
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': 'echo',
+      },
+      body: deep(14, 5000),
+    });
+    const legacy = await post(deep(13, 5000));
+    const refusals: [{ status: number; text: string }, number][] = [
+      [legacy, 13],
+      [{ status: modern.status, text: await modern.text() }, 14],
+    ];
+    for (const [refused, id] of refusals) {
+      expect(refused.status).toBe(400);
+      expect(JSON.parse(refused.text)).toMatchObject({
+        id,
+        error: { code: -32602, data: { canonical_code: 'JSON_TOO_DEEP', max_depth: 1000 } },
+      });
+    }
+  });
+
   it('keeps one GET stream per session and refuses a second with 409', async () => {
     const headers = {
       accept: 'text/event-stream',

@@ -66,6 +66,19 @@ describe('LineServerTransport', () => {
     expect(delivered).toEqual([{ jsonrpc: '2.0', id: 3, method: 'ping' }]);
   });
 
+  it('answers a message nested past the canonical limit with JSON_TOO_DEEP under its id', async () => {
+    const { stdin, delivered, answered, settle } = await opened(1024 * 1024);
+    const deep = `${'['.repeat(1200)}${']'.repeat(1200)}`;
+    stdin.write(
+      `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"arguments":{"d":${deep}}}}\n${ping(9)}\n`,
+    );
+    await settle();
+    expect(answered).toMatchObject([
+      { id: 8, error: { code: -32602, data: { canonical_code: 'JSON_TOO_DEEP' } } },
+    ]);
+    expect(delivered).toEqual([{ jsonrpc: '2.0', id: 9, method: 'ping' }]);
+  });
+
   it('skips blank lines without answering them', async () => {
     const { stdin, delivered, answered, settle } = await opened(100);
     stdin.write(`\n  \n${ping(4)}\n`);
