@@ -16,8 +16,9 @@ import {
   SdkErrorCode,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
-import { MAX_NESTING_DEPTH } from '../canonical/index.ts';
+import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../canonical/index.ts';
 import { EnvelopeError } from '../errors/index.ts';
+import { encodePointer } from '../pointer/json-pointer.ts';
 import { ChildProcessTransport, StderrRing } from './child-transport.ts';
 import { connectionVerdict, lossReason } from './connection-loss.ts';
 
@@ -357,6 +358,20 @@ export class Upstream {
   }
 
   /** ADAPTER.EXECUTION.FAILED with what is known about the process. */
+  /**
+   * An answer nested past the canonical limit could not be serialized again on
+   * its way downstream (the reply would never leave): it fails like garbage on
+   * stdout does, as the upstream's fault.
+   */
+  #refuseTooDeep(method: string, result: Result): void {
+    const path = pathBeyondDepth(result);
+    if (!path) return;
+    throw new UpstreamFailure(
+      `upstream ${this.name} answered ${method} with a result nested deeper than ${MAX_NESTING_DEPTH} levels`,
+      { upstream: this.name, pointer: encodePointer(path), max_depth: MAX_NESTING_DEPTH },
+    );
+  }
+
   #failure(message: string, cause?: unknown): EnvelopeError {
     const details: Record<string, unknown> = { upstream: this.name };
     if (this.#lastExit) {
@@ -415,11 +430,13 @@ export class Upstream {
     const timeoutMs = options.timeoutMs ?? this.timeoutFor(method, params);
     const client = await this.#liveClient(Date.now() + timeoutMs);
     try {
-      return (await client.request({ method, params } as never, ANY_RESULT, {
+      const result = (await client.request({ method, params } as never, ANY_RESULT, {
         signal: options.signal,
         onprogress: options.onprogress,
         timeout: timeoutMs,
       })) as Result;
+      this.#refuseTooDeep(method, result);
+      return result;
     } catch (error) {
       throw this.#translate(error, method, timeoutMs);
     }
