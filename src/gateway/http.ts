@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport, toWebRequest } from '@modelcontextprotocol/node';
 import type { AuthInfo, Transport } from '@modelcontextprotocol/server';
 import { isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
+import { decodeUtf8 } from '../canonical/index.ts';
 import { describeErrorCode, EnvelopeError, toJsonRpcError } from '../errors/index.ts';
 import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
 import { errorResponse, requestIdOf } from './downstream.ts';
@@ -273,8 +274,16 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     let body: unknown;
     if (method === 'POST') {
       const raw = await readBody(req, maxBody);
+      let text: string;
       try {
-        body = JSON.parse(raw.toString('utf8'));
+        // Strict: a malformed byte is refused, not turned into U+FFFD behind the client's back.
+        text = decodeUtf8(raw);
+      } catch {
+        sendRpcError(res, 400, -32700, 'INPUT_INVALID_UTF8', 'Parse error: the body is not valid UTF-8');
+        return;
+      }
+      try {
+        body = JSON.parse(text);
       } catch {
         sendRpcError(res, 400, -32700, 'JSON_MALFORMED', 'Parse error: the body is not valid JSON');
         return;

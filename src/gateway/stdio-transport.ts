@@ -5,6 +5,7 @@ import {
   serializeMessage,
   type Transport,
 } from '@modelcontextprotocol/server';
+import { decodeUtf8 } from '../canonical/index.ts';
 import { toJsonRpcError } from '../errors/index.ts';
 import { errorResponse, requestIdOf } from './downstream.ts';
 import { nestingRefusal } from './inbound-depth.ts';
@@ -46,7 +47,7 @@ export interface LineServerTransportOptions {
  * stdin and stdout. Where the SDK's stdio transport skips a line that is not
  * JSON and closes the connection on a line over its buffer size, this answers
  * such lines as the HTTP side answers such bodies, and reads on:
- * - not JSON: -32700 with id null (JSON_MALFORMED);
+ * - not UTF-8, or not JSON: -32700 with id null (INPUT_INVALID_UTF8, JSON_MALFORMED);
  * - JSON that is not a JSON-RPC message: -32600, with its id when it has one;
  * - nested past the canonical limit: JSON_TOO_DEEP, with its id;
  * - longer than `maxLineBytes`: INPUT_TOO_LARGE, with the id its opening names.
@@ -168,7 +169,15 @@ export class LineServerTransport implements Transport {
     const bytes = this.#chunks.length === 0 ? last : Buffer.concat([...this.#chunks, last]);
     this.#chunks = [];
     this.#length = 0;
-    this.#line(bytes.toString('utf8'));
+    let text: string;
+    try {
+      // Strict: a malformed byte is refused, not turned into U+FFFD behind the client's back.
+      text = decodeUtf8(bytes);
+    } catch {
+      this.#answer(null, -32700, 'INPUT_INVALID_UTF8', 'Parse error: the line is not valid UTF-8');
+      return;
+    }
+    this.#line(text);
   }
 
   #line(text: string): void {

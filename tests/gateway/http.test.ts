@@ -15,7 +15,7 @@ interface RawResponse {
 /** A raw HTTP request with full control of Host and other headers (fetch forbids setting Host). */
 function raw(
   url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
 ): Promise<RawResponse> {
   const target = new URL(url);
   return new Promise((resolve, reject) => {
@@ -116,6 +116,20 @@ describe('proxy over Streamable HTTP', () => {
     const body = JSON.parse(res.body);
     expect(body.error.code).toBe(-32700);
     expect(body.error.data.canonical_code).toBe('JSON_MALFORMED');
+  });
+
+  it('answers a body that is not UTF-8 with a parse error naming INPUT_INVALID_UTF8', async () => {
+    const bytes = Buffer.concat([
+      Buffer.from(JSON.stringify(INIT).slice(0, -2)),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('}}'),
+    ]);
+    const res = await raw(proxy.url, { method: 'POST', headers: JSON_HEADERS, body: bytes });
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body).error).toMatchObject({
+      code: -32700,
+      data: { canonical_code: 'INPUT_INVALID_UTF8' },
+    });
   });
 
   it('answers JSON that is not JSON-RPC with a JSON-RPC error, not a crash', async () => {

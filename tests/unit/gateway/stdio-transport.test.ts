@@ -79,6 +79,22 @@ describe('LineServerTransport', () => {
     expect(delivered).toEqual([{ jsonrpc: '2.0', id: 9, method: 'ping' }]);
   });
 
+  it('answers a line that is not UTF-8 with a parse error instead of reading it with replacement characters', async () => {
+    const { stdin, delivered, answered, settle } = await opened(1024);
+    const bad = Buffer.concat([
+      Buffer.from('{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}}\n'),
+    ]);
+    stdin.write(bad);
+    stdin.write(`${ping(6)}\n`);
+    await settle();
+    expect(answered).toMatchObject([
+      { id: null, error: { code: -32700, data: { canonical_code: 'INPUT_INVALID_UTF8' } } },
+    ]);
+    expect(delivered).toEqual([{ jsonrpc: '2.0', id: 6, method: 'ping' }]);
+  });
+
   it('skips blank lines without answering them', async () => {
     const { stdin, delivered, answered, settle } = await opened(100);
     stdin.write(`\n  \n${ping(4)}\n`);
