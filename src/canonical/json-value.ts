@@ -38,6 +38,8 @@ export function setMember(target: Record<string, unknown>, key: string, value: u
  * about; a value this deep would overflow the stack of JSON.stringify later.
  */
 export function pathBeyondDepth(value: unknown, max: number = MAX_NESTING_DEPTH): string[] | undefined {
+  // Every message the gateway relays is asked this: the common answer comes without allocating.
+  if (!exceedsDepth(value, 0, max)) return undefined;
   interface Visit {
     node: unknown;
     depth: number;
@@ -61,4 +63,19 @@ export function pathBeyondDepth(value: unknown, max: number = MAX_NESTING_DEPTH)
     }
   }
   return undefined;
+}
+
+/** Whether a container sits `max` levels down; recursion stops there, so the stack stays bounded. */
+function exceedsDepth(value: unknown, depth: number, max: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (depth >= max) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (exceedsDepth(item, depth + 1, max)) return true;
+    return false;
+  }
+  for (const key in value) {
+    if (Object.hasOwn(value, key) && exceedsDepth((value as Record<string, unknown>)[key], depth + 1, max))
+      return true;
+  }
+  return false;
 }
