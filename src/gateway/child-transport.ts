@@ -1,6 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/client';
+import { parseJSONRPCMessage, serializeMessage } from '@modelcontextprotocol/client';
+import { decodeUtf8 } from '../canonical/index.ts';
+import { toJsonRpcError } from '../errors/index.ts';
+import { idAtEdges, LineReader } from './line-reader.ts';
+
+/** A line that opens as a response: its first top-level keys reach "result" or "error". */
+const RESPONSE_OPENING =
+  /^\s*\{\s*(?:"(?:jsonrpc|id)"\s*:\s*(?:"[^"]*"|-?\d+)\s*,\s*){0,2}"(?:result|error)"\s*:/;
 
 /**
  * A bounded tail of a child's stderr: enough to explain a crash in an error
@@ -59,7 +66,7 @@ export interface ChildTransportOptions {
 export class ChildProcessTransport implements Transport {
   readonly #options: ChildTransportOptions;
   #child: ChildProcess | undefined;
-  #buffer: ReadBuffer;
+  readonly #lines: LineReader;
   #exit: ChildExit | undefined;
   #closed = false;
   #pending: JSONRPCMessage[] = [];
@@ -72,7 +79,15 @@ export class ChildProcessTransport implements Transport {
 
   constructor(options: ChildTransportOptions) {
     this.#options = options;
-    this.#buffer = new ReadBuffer({ maxBufferSize: options.maxLineBytes ?? 64 * 1024 * 1024 });
+    const maxLineBytes = options.maxLineBytes ?? 64 * 1024 * 1024;
+    this.#lines = new LineReader({
+      maxLineBytes,
+      onLine: (line) => this.#line(line),
+      onOverlong: (opening, ending) => {
+        const id = RESPONSE_OPENING.test(opening.toString('utf8')) ? idAtEdges(opening, ending) : undefined;
+        this.#unreadable(id, `the upstream's answer is longer than ${maxLineBytes} bytes`);
+      },
+    });
   }
 
   get pid(): number | undefined {
@@ -119,26 +134,58 @@ export class ChildProcessTransport implements Transport {
   }
 
   #onStdout(chunk: Buffer): void {
+    this.#lines.push(chunk);
+    if (!this.#draining) this.#drain();
+  }
+
+  #line(bytes: Buffer): void {
+    let raw: string;
+    let wellFormed = true;
     try {
-      this.#buffer.append(chunk);
-    } catch (error) {
-      this.#stderr(`[gateway] upstream stdout line too long; dropped: ${String(error)}\n`);
+      raw = decodeUtf8(bytes);
+    } catch {
+      raw = bytes.toString('utf8');
+      wellFormed = false;
+    }
+    if (raw.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      this.#garbage('a line that is not JSON');
       return;
     }
-    for (let guard = 0; guard < 100_000; guard++) {
-      let message: JSONRPCMessage | null;
-      try {
-        message = this.#buffer.readMessage();
-      } catch {
-        // Valid JSON that is not JSON-RPC: skip the line, keep the connection.
-        this.garbageLines++;
-        this.#stderr('[gateway] upstream wrote a non JSON-RPC line on stdout\n');
-        continue;
-      }
-      if (message === null) break;
-      this.#pending.push(message);
+    let message: JSONRPCMessage;
+    try {
+      message = parseJSONRPCMessage(value);
+    } catch {
+      this.#garbage('a line that is not JSON-RPC');
+      return;
     }
-    if (!this.#draining) this.#drain();
+    if (!wellFormed) {
+      // Read with replacement characters, the answer would not be the upstream's own: its call fails instead.
+      const isResponse = 'id' in message && !('method' in message);
+      const id = (message as { id?: string | number }).id;
+      this.#unreadable(isResponse ? id : undefined, "the upstream's answer is not valid UTF-8");
+      return;
+    }
+    this.#pending.push(message);
+  }
+
+  /** A line that cannot be delivered as written: the request it answers fails, or it is noted as garbage. */
+  #unreadable(id: string | number | null | undefined, why: string): void {
+    if (id === undefined || id === null) {
+      this.#garbage(why);
+      return;
+    }
+    this.#stderr(`[gateway] ${why}; its request fails\n`);
+    const rpc = toJsonRpcError('ADAPTER.EXECUTION.FAILED', `Tool execution failed: ${why}`);
+    this.#pending.push({ jsonrpc: '2.0', id, error: rpc } as JSONRPCMessage);
+  }
+
+  #garbage(what: string): void {
+    this.garbageLines++;
+    this.#stderr(`[gateway] upstream wrote ${what} on stdout; skipped\n`);
   }
 
   /**
@@ -166,7 +213,7 @@ export class ChildProcessTransport implements Transport {
   #finish(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#buffer.clear();
+    this.#lines.clear();
     // Whatever the child said before exiting is delivered before the close.
     for (let message = this.#pending.shift(); message; message = this.#pending.shift())
       this.onmessage?.(message);

@@ -9,32 +9,10 @@ import { decodeUtf8 } from '../canonical/index.ts';
 import { toJsonRpcError } from '../errors/index.ts';
 import { errorResponse, requestIdOf } from './downstream.ts';
 import { nestingRefusal } from './inbound-depth.ts';
+import { idAtEdges, LineReader } from './line-reader.ts';
 
 /** The longest line read from the client; the upstream side has the same bound. */
 export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
-
-/** Enough of a line's start to find its id when the line is too long to keep. */
-const ID_PREFIX_BYTES = 512;
-
-/**
- * `{"jsonrpc":"2.0","id":…` or `{"id":…`: the id of the outermost object, read
- * off the start of a line that is too long to parse. Only these two openings
- * are read, where no nested value can have begun yet.
- */
-const LEADING_ID =
-  /^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")\s*[,}]/;
-
-/** The first ID_PREFIX_BYTES of a line held as parts, copying no more than that. */
-function opening(parts: readonly Buffer[]): Buffer {
-  const kept: Buffer[] = [];
-  let length = 0;
-  for (const part of parts) {
-    if (length >= ID_PREFIX_BYTES) break;
-    kept.push(part.subarray(0, ID_PREFIX_BYTES - length));
-    length += kept.at(-1)?.length ?? 0;
-  }
-  return Buffer.concat(kept);
-}
 
 export interface LineServerTransportOptions {
   stdin?: NodeJS.ReadableStream;
@@ -50,8 +28,7 @@ export interface LineServerTransportOptions {
  * - not UTF-8, or not JSON: -32700 with id null (INPUT_INVALID_UTF8, JSON_MALFORMED);
  * - JSON that is not a JSON-RPC message: -32600, with its id when it has one;
  * - nested past the canonical limit: JSON_TOO_DEEP, with its id;
- * - longer than `maxLineBytes`: INPUT_TOO_LARGE, with the id its opening names.
- * Lines are gathered as a list of chunks, so a long line costs one copy.
+ * - longer than `maxLineBytes`: INPUT_TOO_LARGE, with the id its edges name.
  */
 export class LineServerTransport implements Transport {
   onclose?: () => void;
@@ -60,10 +37,7 @@ export class LineServerTransport implements Transport {
   readonly #stdin: NodeJS.ReadableStream;
   readonly #stdout: NodeJS.WritableStream;
   readonly #maxLineBytes: number;
-  #chunks: Buffer[] = [];
-  #length = 0;
-  /** The start of a line being skipped for its length, until its newline. */
-  #overlong: Buffer | undefined;
+  readonly #lines: LineReader;
   #started = false;
   #closed = false;
 
@@ -71,6 +45,11 @@ export class LineServerTransport implements Transport {
     this.#stdin = options.stdin ?? process.stdin;
     this.#stdout = options.stdout ?? process.stdout;
     this.#maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.#lines = new LineReader({
+      maxLineBytes: this.#maxLineBytes,
+      onLine: (line) => this.#take(line),
+      onOverlong: (opening, ending) => this.#refuseOverlong(opening, ending),
+    });
   }
 
   async start(): Promise<void> {
@@ -111,18 +90,13 @@ export class LineServerTransport implements Transport {
     this.#stdin.off('end', this.#onEnd);
     this.#stdin.off('close', this.#onEnd);
     this.#stdin.pause();
-    this.#chunks = [];
-    this.#overlong = undefined;
+    this.#lines.clear();
     this.onclose?.();
   }
 
   readonly #onData = (chunk: Buffer | string): void => {
-    let rest = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-    for (let end = rest.indexOf(10); end >= 0 && !this.#closed; end = rest.indexOf(10)) {
-      this.#take(rest.subarray(0, end));
-      rest = rest.subarray(end + 1);
-    }
-    if (rest.length > 0 && !this.#closed) this.#keep(rest);
+    if (this.#closed) return;
+    this.#lines.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
   };
 
   readonly #onInputError = (error: Error): void => {
@@ -139,36 +113,8 @@ export class LineServerTransport implements Transport {
     void this.close();
   };
 
-  /** Keeps part of a line whose newline has not arrived yet. */
-  #keep(part: Buffer): void {
-    if (this.#overlong) return;
-    this.#chunks.push(part);
-    this.#length += part.length;
-    if (this.#length > this.#maxLineBytes) {
-      this.#overlong = opening(this.#chunks);
-      this.#chunks = [];
-      this.#length = 0;
-    }
-  }
-
-  /** The last part of a line arrived: the whole line is read, or answered for its length. */
-  #take(last: Buffer): void {
-    const overlong = this.#overlong;
-    if (overlong) {
-      this.#overlong = undefined;
-      this.#refuseOverlong(overlong);
-      return;
-    }
-    if (this.#length + last.length > this.#maxLineBytes) {
-      const start = opening([...this.#chunks, last]);
-      this.#chunks = [];
-      this.#length = 0;
-      this.#refuseOverlong(start);
-      return;
-    }
-    const bytes = this.#chunks.length === 0 ? last : Buffer.concat([...this.#chunks, last]);
-    this.#chunks = [];
-    this.#length = 0;
+  #take(bytes: Buffer): void {
+    if (this.#closed) return;
     let text: string;
     try {
       // Strict: a malformed byte is refused, not turned into U+FFFD behind the client's back.
@@ -207,16 +153,8 @@ export class LineServerTransport implements Transport {
     this.onmessage?.(message);
   }
 
-  #refuseOverlong(start: Buffer): void {
-    const found = LEADING_ID.exec(start.toString('utf8'))?.[1];
-    let id: RequestId | null = null;
-    if (found !== undefined) {
-      try {
-        id = JSON.parse(found) as RequestId;
-      } catch {
-        id = null;
-      }
-    }
+  #refuseOverlong(opening: Buffer, ending: Buffer): void {
+    const id = idAtEdges(opening, ending) ?? null;
     this.#answer(
       id,
       undefined,

@@ -58,11 +58,18 @@ describe('LineServerTransport', () => {
     expect(delivered).toEqual([{ jsonrpc: '2.0', id: 2, method: 'ping' }]);
   });
 
-  it('answers an over-long line that arrives in one chunk, with id null when no id leads it', async () => {
+  it('answers an over-long line that arrives in one chunk under the id that closes it, or null', async () => {
     const { stdin, delivered, answered, settle } = await opened(100);
-    stdin.write(`{"method":"x","params":{"id":5,"pad":"${'y'.repeat(200)}"},"id":9}\n${ping(3)}\n`);
+    const pad = 'y'.repeat(200);
+    // The SDK writes the id last; a nested "id" is never taken for the message's own.
+    stdin.write(`{"method":"x","params":{"id":5,"pad":"${pad}"},"id":9}\n`);
+    stdin.write(`{"method":"x","params":{"pad":"${pad}","id":5}}\n`);
+    stdin.write(`${ping(3)}\n`);
     await settle();
-    expect(answered).toMatchObject([{ id: null, error: { data: { canonical_code: 'INPUT_TOO_LARGE' } } }]);
+    expect(answered).toMatchObject([
+      { id: 9, error: { data: { canonical_code: 'INPUT_TOO_LARGE' } } },
+      { id: null, error: { data: { canonical_code: 'INPUT_TOO_LARGE' } } },
+    ]);
     expect(delivered).toEqual([{ jsonrpc: '2.0', id: 3, method: 'ping' }]);
   });
 
