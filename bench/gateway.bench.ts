@@ -6,8 +6,9 @@
  * answer back as JSON, no MCP work at all) shows the floor any HTTP bridge to
  * a stdio server stands on with this client; a canned answer
  * (bench/peers/canned-answer.ts: the HTTP server answers itself, no upstream)
- * shows what the client and one loopback exchange cost alone. Then peak RSS of the HTTP front
- * process with 100 KB results.
+ * shows what the client and one loopback exchange cost alone. Then one
+ * 10 MB result over stdio, direct and through the proxy, and peak RSS of the
+ * HTTP front process with 100 KB results.
  * Run: node bench/gateway.bench.ts
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -33,6 +34,8 @@ const CONCURRENT_TOTAL = 3000;
 const IN_FLIGHT = 16;
 const RSS_CALLS = 400;
 const PAYLOAD = 'x'.repeat(1024);
+const LARGE_RESULT = 10_000_000;
+const LARGE_CALLS = 5;
 
 interface Figures {
   p50: number;
@@ -137,6 +140,17 @@ async function throughput(client: Client): Promise<number> {
   return CONCURRENT_TOTAL / ((performance.now() - started) / 1000);
 }
 
+/** Median time of a call whose result is LARGE_RESULT bytes of text: what reading long lines costs. */
+async function largeResultMs(client: Client): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < LARGE_CALLS; i++) {
+    const started = performance.now();
+    await client.callTool({ name: 'blob', arguments: { bytes: LARGE_RESULT } }, { timeout: 120_000 });
+    times.push(performance.now() - started);
+  }
+  return times.sort((a, b) => a - b)[Math.floor(LARGE_CALLS / 2)] ?? Number.NaN;
+}
+
 /** Peak resident set of a process, from /proc (Linux), in MiB. */
 function peakRssMiB(pid: number | undefined): number {
   if (pid === undefined) return Number.NaN;
@@ -199,11 +213,16 @@ async function main(): Promise<void> {
     Figures,
     Figures,
   ];
+  const [directLarge, gatewayLarge] = [await largeResultMs(direct), await largeResultMs(viaStdio)];
   await Promise.all(stdioClients.map((client) => client.close()));
   console.log(row('stdio, direct to upstream', directFigures));
   console.log(row('stdio, bare forwarder (floor)', bareStdio));
   console.log(row('stdio, through mcp-envelope proxy', gatewayStdio));
   console.log(row('stdio, proxy --dialect prov-v0.1', envelopeStdio));
+  console.log(
+    `stdio, one ${LARGE_RESULT / 1_000_000} MB result (median of ${LARGE_CALLS}): direct ${directLarge.toFixed(0)} ms, ` +
+      `through the proxy ${gatewayLarge.toFixed(0)} ms (x${(gatewayLarge / directLarge).toFixed(2)})`,
+  );
 
   const gatewayPort = await freePort();
   const gatewayProcess = start([
