@@ -9,7 +9,8 @@
  * Run: node bench/peers/bare-forwarder.ts PORT|stdio -- COMMAND [ARGS...]
  */
 import { spawn } from 'node:child_process';
-import { createServer, type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
+import { servePosts } from './post-server.ts';
 
 const [portText, separator, command, ...args] = process.argv.slice(2);
 if (separator !== '--' || !command)
@@ -46,24 +47,14 @@ function serveHttp(port: number): void {
     }
   });
 
-  createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      if (req.method !== 'POST') {
-        res.writeHead(req.method === 'DELETE' ? 200 : 405);
-        res.end();
-        return;
-      }
-      const body = Buffer.concat(chunks).toString('utf8');
-      const id = (JSON.parse(body) as { id?: unknown }).id;
-      if (id === undefined) {
-        res.writeHead(202);
-        res.end();
-      } else {
-        waiting.set(id, res);
-      }
-      child.stdin.write(`${body}\n`);
-    });
-  }).listen(port, '127.0.0.1');
+  servePosts(port, (body, res) => {
+    const id = (JSON.parse(body) as { id?: unknown }).id;
+    if (id === undefined) {
+      res.writeHead(202);
+      res.end();
+    } else {
+      waiting.set(id, res);
+    }
+    child.stdin.write(`${body}\n`);
+  });
 }

@@ -5,7 +5,7 @@
  * one HTTP exchange on loopback. Not a product; only the benchmark starts it.
  * Run: node bench/peers/canned-answer.ts PORT
  */
-import { createServer } from 'node:http';
+import { servePosts } from './post-server.ts';
 
 const port = Number(process.argv[2]);
 if (!Number.isInteger(port)) throw new Error('usage: canned-answer.ts PORT');
@@ -30,27 +30,18 @@ function answer(message: Message): unknown {
   return {};
 }
 
-createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (chunk: Buffer) => chunks.push(chunk));
-  req.on('end', () => {
-    if (req.method !== 'POST') {
-      res.writeHead(req.method === 'DELETE' ? 200 : 405);
-      res.end();
-      return;
-    }
-    const message = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Message;
-    if (message.id === undefined) {
-      res.writeHead(202);
-      res.end();
-      return;
-    }
-    const body = JSON.stringify({ jsonrpc: '2.0', id: message.id, result: answer(message) });
-    res.writeHead(200, {
-      'content-type': 'application/json',
-      'content-length': String(Buffer.byteLength(body)),
-      'mcp-session-id': 'canned',
-    });
-    res.end(body);
+servePosts(port, (body, res) => {
+  const message = JSON.parse(body) as Message;
+  if (message.id === undefined) {
+    res.writeHead(202);
+    res.end();
+    return;
+  }
+  const reply = JSON.stringify({ jsonrpc: '2.0', id: message.id, result: answer(message) });
+  res.writeHead(200, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(reply)),
+    'mcp-session-id': 'canned',
   });
-}).listen(port, '127.0.0.1');
+  res.end(reply);
+});
