@@ -24,8 +24,15 @@ export const MAX_URIS_PER_LISTEN = 100;
 /** Distinct URIs kept subscribed upstream per upstream session. */
 export const MAX_LISTENED_URIS = 1000;
 
-/** Listen streams one stdio connection may hold open (the SDK's own default limit). */
-const MAX_OPEN_LISTENS = 1024;
+/** Listen streams one stdio connection, or one principal over HTTP, may hold open (the SDK's own default limit). */
+export const MAX_OPEN_LISTENS = 1024;
+
+/** Why one more listen stream is refused: the same answer on stdio and over HTTP. */
+export function tooManyListens(): EnvelopeError {
+  return new EnvelopeError('RESOURCE_EXHAUSTED', `At most ${MAX_OPEN_LISTENS} listen streams at once`, {
+    max: MAX_OPEN_LISTENS,
+  });
+}
 
 /**
  * The resource URIs a 2026-07-28 `subscriptions/listen` request asks updates
@@ -187,15 +194,7 @@ export class ListenWatchingTransport implements Transport {
         // A listen id used again replaces its stream, so the old one's URIs go.
         this.#forget(id);
         try {
-          if (this.#open.size >= MAX_OPEN_LISTENS) {
-            throw new EnvelopeError(
-              'RESOURCE_EXHAUSTED',
-              `At most ${MAX_OPEN_LISTENS} listen streams at once`,
-              {
-                max: MAX_OPEN_LISTENS,
-              },
-            );
-          }
+          if (this.#open.size >= MAX_OPEN_LISTENS) throw tooManyListens();
           await this.#listens.acquire(listening);
         } catch (error) {
           if (error instanceof EnvelopeError) return this.#refuse(id, error);

@@ -6,7 +6,7 @@ import { EnvelopeError } from '../errors/index.ts';
 import { advertisedCapabilities } from './availability.ts';
 import { Downstream, errorResponse, listenSink, requestIdOf } from './downstream.ts';
 import { sendJson } from './http-reply.ts';
-import { listenedResources, ResourceListens } from './listen.ts';
+import { listenedResources, MAX_OPEN_LISTENS, ResourceListens, tooManyListens } from './listen.ts';
 import { Relay } from './relay.ts';
 import { connectUpstreams, type GatewayOptions, watchRecoveries } from './session.ts';
 import type { Upstream } from './upstream.ts';
@@ -34,6 +34,8 @@ interface PrincipalSession {
   listens: ResourceListens;
   handler: McpHttpHandler;
   serve: ReturnType<typeof toNodeHandler>;
+  /** Listen streams open for this principal; the SDK's own refusal past its limit carries no canonical code. */
+  openListens: number;
 }
 
 /** A request refused before it is served gets its JSON-RPC error in-band, as the SDK's own refusals do. */
@@ -60,6 +62,11 @@ export class ModernHttp {
       sendJson(res, 502, errorResponse(requestIdOf(body) ?? null, failure));
       return;
     }
+    const listen = (body as { method?: unknown } | null)?.method === 'subscriptions/listen';
+    if (listen && session.openListens >= MAX_OPEN_LISTENS) {
+      refuse(res, body, tooManyListens());
+      return;
+    }
     let uris: string[] | undefined;
     try {
       uris = listenedResources(body);
@@ -72,6 +79,12 @@ export class ModernHttp {
     if (uris?.length) {
       const listened = uris;
       res.once('close', () => session.listens.release(listened));
+    }
+    if (listen) {
+      session.openListens++;
+      res.once('close', () => {
+        session.openListens--;
+      });
     }
     await session.serve(Object.assign(req, { auth: authInfo }), res, body);
   }
@@ -125,6 +138,13 @@ export class ModernHttp {
       if (upstream.capabilities.resources) handler.notify.resourcesChanged();
     });
     const listens = new ResourceListens(upstreams, onError);
-    return { upstreams, downstream, listens, handler, serve: toNodeHandler(handler, { onerror: onError }) };
+    return {
+      upstreams,
+      downstream,
+      listens,
+      handler,
+      serve: toNodeHandler(handler, { onerror: onError }),
+      openListens: 0,
+    };
   }
 }
