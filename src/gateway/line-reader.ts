@@ -7,6 +7,9 @@
  * request it answered.
  */
 
+/** The longest line either end of stdio keeps by default. */
+export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
+
 /** Enough of a too-long line's start and end to find its id. */
 const EDGE_BYTES = 512;
 

@@ -6,13 +6,10 @@ import {
   type Transport,
 } from '@modelcontextprotocol/server';
 import { decodeUtf8 } from '../canonical/index.ts';
-import { toJsonRpcError } from '../errors/index.ts';
+import { EnvelopeError } from '../errors/index.ts';
 import { errorResponse, requestIdOf } from './downstream.ts';
 import { nestingRefusal } from './inbound-depth.ts';
-import { idAtEdges, LineReader } from './line-reader.ts';
-
-/** The longest line read from the client; the upstream side has the same bound. */
-export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
+import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from './line-reader.ts';
 
 export interface LineServerTransportOptions {
   stdin?: NodeJS.ReadableStream;
@@ -40,6 +37,7 @@ export class LineServerTransport implements Transport {
   readonly #lines: LineReader;
   #started = false;
   #closed = false;
+  #drained: Promise<void> | undefined;
 
   constructor(options: LineServerTransportOptions = {}) {
     this.#stdin = options.stdin ?? process.stdin;
@@ -64,7 +62,13 @@ export class LineServerTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('The stdio connection is closed'));
-    return new Promise((resolve, reject) => {
+    if (this.#stdout.write(serializeMessage(message))) return Promise.resolve();
+    return this.#drain();
+  }
+
+  /** One wait for the output to drain, shared by every send that met a full pipe. */
+  #drain(): Promise<void> {
+    this.#drained ??= new Promise<void>((resolve, reject) => {
       const failed = (error: Error) => {
         this.#stdout.off('drain', drained);
         reject(error);
@@ -73,13 +77,12 @@ export class LineServerTransport implements Transport {
         this.#stdout.off('error', failed);
         resolve();
       };
-      if (this.#stdout.write(serializeMessage(message))) {
-        resolve();
-        return;
-      }
       this.#stdout.once('drain', drained);
       this.#stdout.once('error', failed);
+    }).finally(() => {
+      this.#drained = undefined;
     });
+    return this.#drained;
   }
 
   async close(): Promise<void> {
@@ -120,7 +123,11 @@ export class LineServerTransport implements Transport {
       // Strict: a malformed byte is refused, not turned into U+FFFD behind the client's back.
       text = decodeUtf8(bytes);
     } catch {
-      this.#answer(null, -32700, 'INPUT_INVALID_UTF8', 'Parse error: the line is not valid UTF-8');
+      this.#refuse(
+        null,
+        new EnvelopeError('INPUT_INVALID_UTF8', 'Parse error: the line is not valid UTF-8'),
+        -32700,
+      );
       return;
     }
     this.#line(text);
@@ -133,50 +140,46 @@ export class LineServerTransport implements Transport {
     try {
       value = JSON.parse(line);
     } catch {
-      this.#answer(null, -32700, 'JSON_MALFORMED', 'Parse error: the line is not valid JSON');
+      this.#refuse(
+        null,
+        new EnvelopeError('JSON_MALFORMED', 'Parse error: the line is not valid JSON'),
+        -32700,
+      );
       return;
     }
     const tooDeep = nestingRefusal(value);
     if (tooDeep) {
-      this.#send(errorResponse(requestIdOf(value) ?? null, tooDeep));
+      this.#refuse(requestIdOf(value) ?? null, tooDeep);
       return;
     }
     let message: JSONRPCMessage;
     try {
       message = parseJSONRPCMessage(value);
     } catch {
-      const id = (value as { id?: unknown } | null)?.id;
-      const known = typeof id === 'string' || typeof id === 'number' ? id : null;
-      this.#answer(known, -32600, undefined, 'Invalid Request: the line is not a JSON-RPC 2.0 message');
+      const error = { code: -32600, message: 'Invalid Request: the line is not a JSON-RPC 2.0 message' };
+      this.#send({ jsonrpc: '2.0', id: requestIdOf(value) ?? null, error } as unknown as JSONRPCMessage);
       return;
     }
     this.onmessage?.(message);
   }
 
   #refuseOverlong(opening: Buffer, ending: Buffer): void {
-    const id = idAtEdges(opening, ending) ?? null;
-    this.#answer(
-      id,
-      undefined,
+    const tooLarge = new EnvelopeError(
       'INPUT_TOO_LARGE',
       `Request too large: a line exceeds ${this.#maxLineBytes} bytes`,
     );
+    this.#refuse(idAtEdges(opening, ending) ?? null, tooLarge);
   }
 
-  #answer(
-    id: RequestId | null,
-    code: number | undefined,
-    canonical: string | undefined,
-    message: string,
-  ): void {
-    const rpc = canonical ? toJsonRpcError(canonical, message) : undefined;
-    const error = {
-      code: code ?? rpc?.code ?? -32600,
-      message,
-      ...(rpc?.data === undefined ? {} : { data: rpc.data }),
-    };
-    // The SDK's response type wants an id; JSON-RPC answers an unreadable request with null.
-    this.#send({ jsonrpc: '2.0', id, error } as unknown as JSONRPCMessage);
+  /**
+   * Answers a line with the error's JSON-RPC form; `jsonRpcCode` overrides the
+   * catalog's where JSON-RPC names the case itself (-32700 for unreadable text).
+   * JSON-RPC answers a request whose id cannot be read with id null.
+   */
+  #refuse(id: RequestId | null, error: EnvelopeError, jsonRpcCode?: number): void {
+    const response = errorResponse(id, error) as { error: { code: number } };
+    if (jsonRpcCode !== undefined) response.error.code = jsonRpcCode;
+    this.#send(response as JSONRPCMessage);
   }
 
   #send(message: JSONRPCMessage): void {

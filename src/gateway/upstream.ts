@@ -503,12 +503,6 @@ export class Upstream {
         return this.#down ?? this.#failure(`upstream ${this.name} connection closed during ${method}`, error);
       }
     }
-    // Serializing the request overflowed the stack: the caller's input is at fault, not the upstream.
-    if (error instanceof RangeError && /call stack/i.test(error.message)) {
-      return new EnvelopeError('JSON_TOO_DEEP', `The ${method} request is nested too deeply to forward`, {
-        max_depth: MAX_NESTING_DEPTH,
-      });
-    }
     // A JSON-RPC error is the upstream's own answer and passes as is; anything else
     // (a refused connection, an HTTP failure) means the upstream could not be reached.
     if (error instanceof ProtocolError || error instanceof EnvelopeError) return error;
