@@ -3,7 +3,7 @@ import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import { parseJSONRPCMessage, serializeMessage } from '@modelcontextprotocol/client';
 import { decodeUtf8 } from '../canonical/index.ts';
 import { toJsonRpcError } from '../errors/index.ts';
-import { idAtEdges, LineReader } from './line-reader.ts';
+import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from './line-reader.ts';
 
 /** A line that opens as a response: its first top-level keys reach "result" or "error". */
 const RESPONSE_OPENING =
@@ -71,6 +71,7 @@ export class ChildProcessTransport implements Transport {
   #closed = false;
   #pending: JSONRPCMessage[] = [];
   #draining = false;
+  #drained: Promise<void> | undefined;
   garbageLines = 0;
 
   onclose?: () => void;
@@ -79,7 +80,7 @@ export class ChildProcessTransport implements Transport {
 
   constructor(options: ChildTransportOptions) {
     this.#options = options;
-    const maxLineBytes = options.maxLineBytes ?? 64 * 1024 * 1024;
+    const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
     this.#lines = new LineReader({
       maxLineBytes,
       onLine: (line) => this.#line(line),
@@ -221,15 +222,16 @@ export class ChildProcessTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const stdin = this.#child?.stdin;
-      if (!stdin || this.#closed || stdin.destroyed) {
-        reject(new Error('upstream process is not running'));
-        return;
-      }
-      if (stdin.write(serializeMessage(message))) resolve();
-      else stdin.once('drain', resolve);
+    const stdin = this.#child?.stdin;
+    if (!stdin || this.#closed || stdin.destroyed) {
+      return Promise.reject(new Error('upstream process is not running'));
+    }
+    if (stdin.write(serializeMessage(message))) return Promise.resolve();
+    // One wait for the pipe to drain, shared by every send that met it full.
+    this.#drained ??= new Promise<void>((resolve) => stdin.once('drain', resolve)).finally(() => {
+      this.#drained = undefined;
     });
+    return this.#drained;
   }
 
   async close(): Promise<void> {
