@@ -76,6 +76,9 @@ export interface RelayOptions {
 
 const MAX_PAGES = 100;
 
+/** Resource URIs found by reads whose upstream is kept in mind (lists add theirs besides). */
+const MAX_REMEMBERED_RESOURCES = 10_000;
+
 function notFound(message: string): ProtocolError {
   const rpc = toJsonRpcError('NOT_FOUND', message);
   return new ProtocolError(rpc.code, rpc.message, rpc.data);
@@ -237,6 +240,19 @@ export class Relay {
     );
   }
 
+  /**
+   * Notes which upstream had a URI a read found. Reads can name any number of
+   * URIs (templates), so the oldest note goes once there are too many; a URI
+   * no longer noted is only asked around again.
+   */
+  #remember(uri: string, upstream: Upstream): void {
+    if (this.#resourceOwners.size >= MAX_REMEMBERED_RESOURCES) {
+      const oldest = this.#resourceOwners.keys().next().value;
+      if (oldest !== undefined) this.#resourceOwners.delete(oldest);
+    }
+    this.#resourceOwners.set(uri, upstream);
+  }
+
   /** The upstreams that serve resources, in configuration order. */
   #resourceHolders(): Upstream[] {
     return this.#upstreams.filter((upstream) => upstream.available && upstream.capabilities.resources);
@@ -255,7 +271,7 @@ export class Relay {
     for (const upstream of candidates) {
       try {
         const result = await this.#forward(upstream, 'resources/read', params, ctx);
-        if (this.#multi && typeof uri === 'string') this.#resourceOwners.set(uri, upstream);
+        if (this.#multi && typeof uri === 'string' && !known) this.#remember(uri, upstream);
         return result;
       } catch (error) {
         // Only the upstream's own refusal moves on to the next; a cancelled request stops here.
