@@ -93,7 +93,7 @@ export function createExampleServer(options: { dialect?: ResultDialectId; seed?:
           const envelope = {
             schema_version: 'mcp.envelope.v0.1',
             result: null,
-            errors: [{ code: 'RATE_LIMITED', message, details: { reset_at: resetAt } }],
+            errors: [{ code: 'RATE_LIMITED', message, details: { reset_at: resetAt }, retryable: true }],
           };
           return { content: [{ type: 'text', text: JSON.stringify(envelope) }], isError: true };
         }

@@ -1,5 +1,5 @@
 import { isJsonObject } from '../canonical/json-value.ts';
-import { EnvelopeError } from '../errors/index.ts';
+import { describeErrorCode, EnvelopeError } from '../errors/index.ts';
 import { schemaError } from '../schemas/index.ts';
 import type { IssueEntry } from './model.ts';
 import { classifyV01, ENVELOPE_V01, type EnvelopeV01, envelopeFromText } from './prov-v01.ts';
@@ -156,19 +156,30 @@ export function wrapFailure(failure: ObservedFailure, options: WrapOptions = {})
  */
 export function toolReportedErrors(output: unknown): IssueEntry[] | undefined {
   if (!isJsonObject(output)) return undefined;
-  const entry = (code: unknown, message: unknown): IssueEntry | undefined =>
-    typeof code === 'string' && code.length > 0 && code.length <= 200
-      ? { code, message: typeof message === 'string' && message.length > 0 ? message.slice(0, 2000) : code }
-      : undefined;
+  const entry = (code: unknown, message: unknown, flag?: unknown): IssueEntry | undefined => {
+    if (typeof code !== 'string' || code.length === 0 || code.length > 200) return undefined;
+    const found: IssueEntry = {
+      code,
+      message: typeof message === 'string' && message.length > 0 ? message.slice(0, 2000) : code,
+    };
+    // errors[].retryable defaults to false for every reader: the tool's own flag, else the code's known default.
+    const retryable = typeof flag === 'boolean' ? flag : describeErrorCode(code).retriable;
+    if (retryable) found.retryable = true;
+    return found;
+  };
   if (Array.isArray(output.errors)) {
     const entries = output.errors
-      .map((item) => (isJsonObject(item) ? entry(item.code, item.message) : undefined))
+      .map((item) => (isJsonObject(item) ? entry(item.code, item.message, item.retryable) : undefined))
       .filter((item): item is IssueEntry => item !== undefined);
     if (entries.length > 0) return entries;
   }
   if (isJsonObject(output.error)) {
     const error = output.error;
-    const found = entry(error.code ?? error.error_code, error.message ?? error.error);
+    const found = entry(
+      error.code ?? error.error_code,
+      error.message ?? error.error,
+      error.retriable ?? error.retryable,
+    );
     if (found) return [found];
   }
   if (output.level === 'ERROR') {

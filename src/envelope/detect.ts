@@ -13,6 +13,8 @@ import { fromText } from './dialects/shared.ts';
 export interface DetectionReport {
   /** The dialect, or null when the value is a near miss, ambiguous or double-wrapped. */
   dialect: DialectId | null;
+  /** The dialect version the value carries (Hosted v2's date, the envelope name), or null. */
+  version: string | null;
   /** True when the value was JSON text that holds an envelope. */
   text: boolean;
   /** The value the dialect describes: the parsed envelope for text, else the input. */
@@ -36,6 +38,21 @@ export function claimedBy(payload: unknown): DialectId[] {
   return RESULT_DIALECTS.filter((codec) => codec.claims(candidate)).map((codec) => codec.id);
 }
 
+/**
+ * The envelopes a payload is (a value, or JSON text): every result dialect it
+ * validates as, plus any claim of mcp.envelope.v0.1, whose spec forbids nesting
+ * one in `result` valid or not (its `double_wrapped` vector). A near miss of
+ * another dialect is no envelope: it is a tool's own payload, kept as it is.
+ */
+export function envelopesIn(payload: unknown): DialectId[] {
+  if (payload === undefined || payload === null) return [];
+  if (typeof payload !== 'object' && typeof payload !== 'string') return [];
+  const candidate = fromText(payload);
+  return RESULT_DIALECTS.filter(
+    (codec) => codec.claims(candidate) && (codec.id === 'prov-v0.1' || codec.detect(candidate).match),
+  ).map((codec) => codec.id);
+}
+
 export function detectDialect(input: unknown): DetectionReport {
   if (input === undefined) {
     throw new EnvelopeError(
@@ -48,11 +65,19 @@ export function detectDialect(input: unknown): DetectionReport {
   const claimed = ENVELOPE_CODECS.filter((codec) => codec.claims(parsed));
   if (claimed.length === 0) {
     // Text that holds JSON but no envelope stays text: the payload is never reformatted.
-    return { dialect: 'legacy', text: false, value: input, near: [], reasons: [], detections: [] };
+    return {
+      dialect: 'legacy',
+      version: null,
+      text: false,
+      value: input,
+      near: [],
+      reasons: [],
+      detections: [],
+    };
   }
   const detections = claimed.map((codec) => codec.detect(parsed));
   const matched = detections.filter((detection) => detection.match).map((detection) => detection.dialect);
-  const base = { text, value: parsed, detections };
+  const base = { version: null, text, value: parsed, detections };
   if (matched.length > 1) {
     return {
       ...base,
@@ -63,7 +88,7 @@ export function detectDialect(input: unknown): DetectionReport {
   }
   const [dialect] = matched;
   if (dialect !== undefined) {
-    const nested = dialect === 'jsonrpc-request' ? [] : claimedBy(CODECS[dialect].payloadOf(parsed));
+    const nested = dialect === 'jsonrpc-request' ? [] : envelopesIn(CODECS[dialect].payloadOf(parsed));
     if (nested.length > 0) {
       return {
         ...base,
@@ -74,7 +99,7 @@ export function detectDialect(input: unknown): DetectionReport {
         ],
       };
     }
-    return { ...base, dialect, near: [], reasons: [] };
+    return { ...base, dialect, version: CODECS[dialect].versionOf(parsed) ?? null, near: [], reasons: [] };
   }
   const near = claimed.map((codec) => codec.id);
   const reasons = detections.flatMap((detection) =>

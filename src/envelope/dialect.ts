@@ -43,6 +43,8 @@ export interface EncodeContext {
   tool?: string;
   /** Request id to use when the model has none (dialects that require one). */
   requestId?: string;
+  /** The dialect version to write when the model carries none of this dialect's own. */
+  version?: string;
 }
 
 export interface Encoded {
@@ -63,6 +65,8 @@ export interface DialectCodec {
   claims(value: unknown): boolean;
   /** The tool payload of a value this dialect claims (to find envelopes nested in envelopes). */
   payloadOf(value: unknown): unknown;
+  /** The version of the dialect a value this dialect claims carries, if it names one. */
+  versionOf(value: unknown): string | undefined;
   detect(value: unknown): Detection;
   /** Decodes a value that `detect` accepted; throws EnvelopeError otherwise. */
   decode(value: unknown): NormalizedResult;

@@ -15,7 +15,13 @@ export {
 // The dialect layer: codecs, detection, conversion, tiers and profiles. These
 // names are stable; the SDK integration imports them.
 export { type Conversion, type ConvertOptions, convert, type Normalized, normalize } from './convert.ts';
-export { claimedBy, type DetectionReport, detectDialect, requireDialect } from './detect.ts';
+export {
+  claimedBy,
+  type DetectionReport,
+  detectDialect,
+  envelopesIn,
+  requireDialect,
+} from './detect.ts';
 export {
   type Detection,
   DIALECT_IDS,

@@ -36,6 +36,10 @@ export interface RateLimitInfo {
   limit: number | null;
   remaining: number | null;
   reset_at: string | null;
+  /** Which limit this is (per key, per tool, …), as real hosted servers name it. */
+  bucket?: string | null;
+  /** Members a server adds beyond these are kept as they came. */
+  [member: string]: unknown;
 }
 
 export interface NormalizedMeta {
@@ -64,6 +68,18 @@ export interface NormalizedResult {
   /** A prov.record.v0.1, or null when the source said explicitly that there is none. */
   provenance?: unknown;
   meta?: NormalizedMeta;
+  /**
+   * The version of its dialect the source carried: Hosted v2's dated
+   * `schema_version`, the accessibility suite's envelope name, Code Scalpel's
+   * contract version. Encoding in the same dialect writes it back.
+   */
+  version?: string;
+  /**
+   * Top-level members the source carried beyond its dialect's own (servers add
+   * them as their envelopes evolve). Kept, written back by dialects open at the
+   * top level, reported as a loss by closed ones.
+   */
+  extensions?: Record<string, unknown>;
   /**
    * The dialect the model was decoded from. Wrapping a legacy payload follows the
    * compatibility policy (which adds a schema hint); converting an envelope keeps

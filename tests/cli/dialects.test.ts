@@ -46,10 +46,15 @@ describe('mcp-envelope detect / normalize / convert / validate --as / wrap --dia
     const found = await run(['detect', fixture('scalpel-v1.ok.json'), '--json']);
     expect(found.code).toBe(0);
     expect(JSON.parse(found.stdout)).toMatchObject({ dialect: 'scalpel-v1', near: [] });
-    const near = await run(['detect', '-'], '{"ok":true,"tool":"t","schema_version":"2025-01-01","data":{}}');
+    const dated = await run(
+      ['detect', '-'],
+      '{"ok":true,"tool":"t","schema_version":"2026-05-06","data":{}}',
+    );
+    expect(dated).toMatchObject({ code: 0, stdout: 'hosted-v2 2026-05-06\n' });
+    const near = await run(['detect', '-'], '{"ok":true,"schema_version":"2026-05-06","data":{}}');
     expect(near.code).toBe(1);
     expect(near.stdout).toContain('no dialect (near: hosted-v2)');
-    expect(near.stdout).toContain('/schema_version must equal "2026-02-19"');
+    expect(near.stdout).toContain('/ is missing required member "tool"');
   });
 
   it('detects text that is not JSON as legacy text', async () => {

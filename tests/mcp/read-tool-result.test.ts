@@ -44,18 +44,18 @@ describe('readToolResult', () => {
     expect(text).toMatchObject({ ok: true, data: { n: 1 }, dialect: 'prov-v0.1', source: 'json-text' });
   });
 
-  it('narrows the failure branch to one with an error', () => {
-    const read = readToolResult({
-      content: [],
-      structuredContent: {
-        schema_version: 'mcp.envelope.v0.1',
-        result: null,
-        errors: [{ code: 'RATE_LIMITED', message: 'later' }],
-      },
-      isError: true,
+  it('narrows the failure branch to one with an error, retriable as errors[].retryable says', () => {
+    const envelope = (retryable?: boolean) => ({
+      schema_version: 'mcp.envelope.v0.1',
+      result: null,
+      errors: [{ code: 'RATE_LIMITED', message: 'later', ...(retryable === undefined ? {} : { retryable }) }],
     });
+    const read = readToolResult({ content: [], structuredContent: envelope(true), isError: true });
     if (read.ok) throw new Error('expected a failure');
     expect(read.error).toMatchObject({ code: 'RATE_LIMITED', message: 'later', retriable: true });
+    // The schema's default for a missing flag is false, whatever the code.
+    const silent = readToolResult({ content: [], structuredContent: envelope(), isError: true });
+    expect(silent).toMatchObject({ ok: false, error: { code: 'RATE_LIMITED', retriable: false } });
   });
 
   it('reads legacy results: text, JSON text, other content, and error results', () => {

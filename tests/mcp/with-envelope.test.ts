@@ -102,7 +102,8 @@ describe('withEnvelope on an SDK v2 McpServer (in process)', () => {
     const result = await client.callTool({ name: 'flaky', arguments: { key: 'k', failures: 1 } });
     expect(result.isError).toBe(true);
     expect(structured(result).errors).toEqual([
-      { code: 'RATE_LIMITED', message: 'attempt 1 of 2: slow down' },
+      // retryable is written because the schema's readers take a missing flag for false.
+      { code: 'RATE_LIMITED', message: 'attempt 1 of 2: slow down', retryable: true },
     ]);
   });
 

@@ -36,6 +36,7 @@ function fields(model: NormalizedResult): Map<string, unknown> {
   for (const [key, value] of Object.entries(model.meta ?? {})) {
     if (value !== undefined) out.set(`/meta/${key}`, value);
   }
+  for (const [key, value] of Object.entries(model.extensions ?? {})) out.set(`/extensions/${key}`, value);
   return out;
 }
 

@@ -94,44 +94,65 @@ export const scalpelEnvelope = fc
     return duration === undefined ? rest : { ...rest, duration_ms: duration };
   });
 
-const rateLimit = fc.record({
-  limit: fc.option(fc.nat(1000), { nil: null }),
-  remaining: fc.option(fc.nat(1000), { nil: null }),
-  reset_at: fc.option(fc.constant('2026-02-19T12:00:00Z'), { nil: null }),
-});
+const rateLimit = fc.record(
+  {
+    limit: fc.option(fc.nat(1000), { nil: null }),
+    remaining: fc.option(fc.nat(1000), { nil: null }),
+    reset_at: fc.option(fc.constant('2026-02-19T12:00:00Z'), { nil: null }),
+    bucket: fc.constantFrom('tool', 'api_key', 'ip'),
+  },
+  { requiredKeys: ['limit', 'remaining', 'reset_at'] },
+);
+
+/** The dated versions real hosted servers send, and one later. */
+const hostedVersion = fc.constantFrom('2026-02-19', '2026-03-11', '2026-05-06', '2027-01-15');
+
+/** Members real servers add beside the contract's own. */
+const hostedExtensions = fc.record(
+  { request_id: fc.stringMatching(/^[0-9a-f]{8}$/), server_version: semver },
+  { requiredKeys: [] },
+);
 
 export const hostedEnvelope = fc.oneof(
-  fc.record(
-    {
-      ok: fc.constant(true),
-      tool: text,
-      schema_version: fc.constant('2026-02-19'),
-      data: payload,
-      rate_limit: rateLimit,
-    },
-    { requiredKeys: ['ok', 'tool', 'schema_version', 'data'] },
-  ),
-  fc.record(
-    {
-      ok: fc.constant(false),
-      tool: text,
-      schema_version: fc.constant('2026-02-19'),
-      error: fc.record(
-        {
-          code: errorCode,
-          message: fc.string({ maxLength: 40 }),
-          retriable: fc.boolean(),
-          details: fc.oneof(
-            fc.dictionary(fc.string({ minLength: 1, maxLength: 6 }), primitive, { maxKeys: 2 }),
-            fc.record({ upgrade_hints: fc.array(hint, { minLength: 1, maxLength: 2 }) }),
-          ),
-        },
-        { requiredKeys: ['code', 'message', 'retriable'] },
-      ),
-      rate_limit: rateLimit,
-    },
-    { requiredKeys: ['ok', 'tool', 'schema_version', 'error'] },
-  ),
+  fc
+    .record(
+      {
+        ok: fc.constant(true),
+        tool: text,
+        schema_version: hostedVersion,
+        data: fc.oneof(
+          payload,
+          fc.tuple(payload, rateLimit).map(([value, limit]) => ({ value, rate_limit: limit })),
+        ),
+        rate_limit: rateLimit,
+      },
+      { requiredKeys: ['ok', 'tool', 'schema_version', 'data'] },
+    )
+    .chain((envelope) => hostedExtensions.map((extra) => ({ ...envelope, ...extra }))),
+  fc
+    .record(
+      {
+        ok: fc.constant(false),
+        tool: text,
+        schema_version: hostedVersion,
+        error: fc.record(
+          {
+            code: errorCode,
+            message: fc.string({ maxLength: 40 }),
+            retriable: fc.boolean(),
+            details: fc.oneof(
+              fc.dictionary(fc.string({ minLength: 1, maxLength: 6 }), primitive, { maxKeys: 2 }),
+              fc.record({ upgrade_hints: fc.array(hint, { minLength: 1, maxLength: 2 }) }),
+              fc.record({ rate_limit: rateLimit }),
+            ),
+          },
+          { requiredKeys: ['code', 'message', 'retriable'] },
+        ),
+        rate_limit: rateLimit,
+      },
+      { requiredKeys: ['ok', 'tool', 'schema_version', 'error'] },
+    )
+    .chain((envelope) => hostedExtensions.map((extra) => ({ ...envelope, ...extra }))),
 );
 
 const header = (ok: boolean) =>

@@ -61,7 +61,7 @@ export const registerDetect: Registrar = (program, invocation) => {
         const report = detectDialect(input.value);
         const found = report.dialect !== null;
         const human = found
-          ? `${report.dialect}${report.text ? ' (as JSON text)' : ''}${input.json ? '' : report.dialect === 'legacy' ? ' (text)' : ''}`
+          ? `${report.dialect}${report.version === null ? '' : ` ${report.version}`}${report.text ? ' (as JSON text)' : ''}${input.json ? '' : report.dialect === 'legacy' ? ' (text)' : ''}`
           : [
               `no dialect (near: ${report.near.join(', ')})`,
               ...report.reasons.map((reason) => `  ${reason}`),
@@ -71,6 +71,7 @@ export const registerDetect: Registrar = (program, invocation) => {
           human,
           json: {
             dialect: report.dialect,
+            version: report.version,
             text: report.text,
             input: input.json ? 'json' : 'text',
             near: report.near,

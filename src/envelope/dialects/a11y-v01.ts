@@ -43,8 +43,12 @@ interface A11yHeader {
 interface A11yEnvelope {
   mcp: A11yHeader;
   result?: Record<string, unknown>;
-  error?: { code: string; message: string; fix?: string };
+  error?: { code: string; message: string; fix?: string; [member: string]: unknown };
+  [member: string]: unknown;
 }
+
+/** The members the suite's envelope defines; others at the top level are a server's own. */
+const OWN_MEMBERS = new Set(['mcp', 'result', 'error']);
 
 /** A request id matching the suite's strict schema pattern. */
 export function a11yRequestId(): string {
@@ -74,20 +78,21 @@ function decode(value: unknown): NormalizedResult {
     ok: header.ok,
     tool: header.tool,
     data: header.ok ? envelope.result : null,
+    version: header.envelope,
     decodedFrom: 'a11y-v0.1',
     meta: { request_id: header.request_id },
   };
   if (header.client !== undefined)
     (model.meta as NonNullable<NormalizedResult['meta']>).client = header.client;
+  const extensions = Object.entries(envelope).filter(([key]) => !OWN_MEMBERS.has(key));
+  if (extensions.length > 0) model.extensions = Object.fromEntries(extensions);
   if (envelope.error !== undefined) {
-    const { code, native } = decodeErrorCode(envelope.error.code, 'a11y-v0.1');
-    const error: NormalizedError = {
-      code,
-      message: envelope.error.message,
-      retriable: defaultRetriable(code),
-    };
+    const { code: spelled, message, ...rest } = envelope.error;
+    const { code, native } = decodeErrorCode(spelled, 'a11y-v0.1');
+    const error: NormalizedError = { code, message, retriable: defaultRetriable(code) };
     if (native) error.native = native;
-    if (envelope.error.fix !== undefined) error.details = { fix: envelope.error.fix };
+    // `fix` and any member a server adds to its error travel as details.
+    if (Object.keys(rest).length > 0) error.details = rest;
     model.error = error;
   }
   return model;
@@ -135,8 +140,10 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
     if (error.details !== undefined && Object.keys(error.details).length === 0)
       losses.add('/error/details', "an empty details object has no place in the suite's errors");
     for (const [key, value] of Object.entries(error.details ?? {})) {
-      if (key === 'fix' && typeof value === 'string') out.fix = value;
-      else losses.add(`/error/details/${key}`, "the suite's errors carry only code, message and fix");
+      if (key === 'fix' && typeof value !== 'string')
+        losses.add('/error/details/fix', "the suite's fix is a string");
+      else if (key !== 'code' && key !== 'message') out[key] = value;
+      else losses.add(`/error/details/${key}`, `"${key}" is a member of the suite's error itself`);
     }
     if (error.retriable !== defaultRetriable(error.code))
       losses.add('/error/retriable', "the suite's errors carry no retriable flag");
@@ -145,6 +152,10 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
       losses.add('/data', "the suite's error envelopes carry no result");
   }
   reportErrorsBeyondFirst(model, losses);
+  for (const [key, value] of Object.entries(model.extensions ?? {})) {
+    if (OWN_MEMBERS.has(key)) losses.add(`/extensions/${key}`, `"${key}" is a member of the envelope itself`);
+    else envelope[key] = value;
+  }
   losses.ifPresent(model.warnings, '/warnings', "the suite's envelopes have no warnings");
   losses.ifPresent(model.provenance, '/provenance', "the suite's envelopes have no provenance member");
   for (const key of [
@@ -168,6 +179,11 @@ export const a11yV01Codec: DialectCodec = {
   schema: bundledSchema(SCHEMA_IDS.a11yEnvelope),
   claims,
   payloadOf: payloadMember('result'),
+  versionOf: (value) => {
+    const candidate = fromText(value);
+    const header = isJsonObject(candidate) ? candidate.mcp : undefined;
+    return isJsonObject(header) && typeof header.envelope === 'string' ? header.envelope : undefined;
+  },
   detect,
   decode,
   encode,

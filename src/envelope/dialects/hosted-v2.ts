@@ -12,26 +12,50 @@ import {
   LossReport,
   payloadMember,
   reportErrorsBeyondFirst,
+  stringMember,
 } from './shared.ts';
 
 /**
- * Hosted MCP v2 (seed 003), schema_version 2026-02-19, carried as JSON text in
- * `result.content[0].text`. The guide says success envelopes carry placeholder
- * rate metadata (`limit`, `remaining`, `reset_at`, null until limiting applies)
- * without naming their place: here they are the optional top-level member
- * `rate_limit`, on success and error envelopes alike (a RATE_LIMITED error needs
- * `reset_at` most). Upgrade hints travel in `error.details.upgrade_hints`.
+ * Hosted MCP v2 (seed 003), carried as JSON text in `result.content[0].text`.
+ * A family, not one version: `schema_version` is a date that moves with the
+ * servers (2026-02-19 in the guide, 2026-03-11 and 2026-05-06 on real ones),
+ * so any date-shaped version is hosted v2 and is recorded in the model.
+ * Members servers add at the top level or in `error` are kept.
+ *
+ * Rate metadata (`limit`, `remaining`, `reset_at`, and the `bucket` real
+ * servers name) is read from wherever a server put it: `error.details.rate_limit`,
+ * `data.rate_limit`, or a top-level `rate_limit`, first found first. It is
+ * written where the real servers write it, as far as that leaves the payload
+ * untouched: inside `error.details` on an error; on a success, inside `data` only
+ * when it came from there (a tool's payload is never altered), else at the top level. Upgrade hints travel in `error.details.upgrade_hints`.
  */
 
+/** The version the migration guide introduced; written when the model carries none. */
 export const HOSTED_SCHEMA_VERSION = '2026-02-19';
+const DATE_VERSION = /^\d{4}-\d{2}-\d{2}$/;
+/**
+ * The members the contract defines; anything else at the top level is a server's
+ * extension. A top-level `rate_limit` is kept with the extensions too, so that it is
+ * written back where it was.
+ */
+const OWN_MEMBERS = new Set(['ok', 'tool', 'schema_version', 'data', 'error']);
+
+export interface HostedError {
+  code: string;
+  message: string;
+  retriable: boolean;
+  details?: Record<string, unknown>;
+  [member: string]: unknown;
+}
 
 export interface HostedEnvelope {
   ok: boolean;
   tool: string;
-  schema_version: typeof HOSTED_SCHEMA_VERSION;
+  schema_version: string;
   data?: unknown;
-  error?: { code: string; message: string; retriable: boolean; details?: Record<string, unknown> };
+  error?: HostedError;
   rate_limit?: RateLimitInfo;
+  [member: string]: unknown;
 }
 
 /** The placeholder the guide describes: all null until limiting applies. */
@@ -44,7 +68,7 @@ function claims(value: unknown): boolean {
     isJsonObject(candidate) &&
     typeof candidate.ok === 'boolean' &&
     typeof candidate.schema_version === 'string' &&
-    /^\d{4}-\d{2}-\d{2}$/.test(candidate.schema_version)
+    DATE_VERSION.test(candidate.schema_version)
   );
 }
 
@@ -64,6 +88,39 @@ function isHint(value: unknown): value is UpgradeHint {
   );
 }
 
+/** Rate metadata has the three members the guide names (extra members are kept). */
+export function isRateLimit(value: unknown): value is RateLimitInfo {
+  return (
+    isJsonObject(value) &&
+    'limit' in value &&
+    'remaining' in value &&
+    'reset_at' in value &&
+    (value.limit === null || typeof value.limit === 'number') &&
+    (value.remaining === null || typeof value.remaining === 'number') &&
+    (value.reset_at === null || typeof value.reset_at === 'string')
+  );
+}
+
+/** The rate metadata of an envelope, wherever the server put it. */
+export function hostedRateLimit(envelope: Record<string, unknown>): RateLimitInfo | undefined {
+  const error = envelope.error;
+  const details = isJsonObject(error) ? error.details : undefined;
+  const data = envelope.data;
+  for (const candidate of [
+    isJsonObject(details) ? details.rate_limit : undefined,
+    isJsonObject(data) ? data.rate_limit : undefined,
+    envelope.rate_limit,
+  ]) {
+    if (isRateLimit(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function extensionsOf(envelope: Record<string, unknown>): Record<string, unknown> | undefined {
+  const extra = Object.entries(envelope).filter(([key]) => !OWN_MEMBERS.has(key));
+  return extra.length > 0 ? Object.fromEntries(extra) : undefined;
+}
+
 function decode(value: unknown): NormalizedResult {
   const candidate = fromText(value);
   assertDetected(detect(candidate));
@@ -71,44 +128,69 @@ function decode(value: unknown): NormalizedResult {
   const model: NormalizedResult = {
     ok: envelope.ok,
     tool: envelope.tool,
-    data: envelope.ok ? envelope.data : null,
+    // An error envelope may carry data as well (partial output); it is kept.
+    data: envelope.data === undefined ? null : envelope.data,
+    version: envelope.schema_version,
     decodedFrom: 'hosted-v2',
   };
-  if (envelope.rate_limit !== undefined) model.meta = { rate_limit: envelope.rate_limit };
+  const extensions = extensionsOf(envelope);
+  if (extensions) model.extensions = extensions;
+  const rateLimit = hostedRateLimit(envelope);
+  if (rateLimit !== undefined) model.meta = { rate_limit: rateLimit };
+  // A top-level rate_limit stays where it was when the envelope is written again.
+  if (envelope.rate_limit !== undefined)
+    model.extensions = { ...model.extensions, rate_limit: envelope.rate_limit };
   if (envelope.error !== undefined) {
-    const { code, native } = decodeErrorCode(envelope.error.code, 'hosted-v2');
-    const error: NormalizedError = {
-      code,
-      message: envelope.error.message,
-      retriable: envelope.error.retriable,
-    };
+    const { code: spelled, message, retriable, details, ...errorExtra } = envelope.error;
+    const { code, native } = decodeErrorCode(spelled, 'hosted-v2');
+    const error: NormalizedError = { code, message, retriable };
     if (native) error.native = native;
-    if (envelope.error.details !== undefined) {
-      const { upgrade_hints: hints, ...rest } = envelope.error.details;
+    if (details !== undefined) {
+      const { upgrade_hints: hints, ...afterHints } = details;
+      // Rate metadata in the details is the model's meta.rate_limit; encoding puts it back there.
+      const { rate_limit: detailsRate, ...rest } = afterHints;
+      const ownRate = detailsRate !== undefined && detailsRate === rateLimit;
+      if (!ownRate && detailsRate !== undefined) rest.rate_limit = detailsRate;
       if (Array.isArray(hints) && hints.length > 0 && hints.every(isHint)) {
         model.meta = { ...model.meta, upgrade_hints: hints };
         // Details that held only the hints were made for them: the model has none of its own.
         if (Object.keys(rest).length > 0) error.details = rest;
       } else {
-        error.details = envelope.error.details;
+        error.details = hints === undefined ? rest : { ...rest, upgrade_hints: hints };
       }
     }
+    // Members a server adds to its error object travel with the details.
+    if (Object.keys(errorExtra).length > 0) error.details = { ...errorExtra, ...error.details };
     model.error = error;
   }
   return model;
 }
 
+/** Whether `holder` already carries exactly this rate metadata (decoded from it). */
+function holds(holder: unknown, rateLimit: RateLimitInfo): boolean {
+  return isJsonObject(holder) && holder.rate_limit === rateLimit;
+}
+
 function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
   const losses = new LossReport();
   const meta = model.meta ?? {};
+  const version =
+    model.decodedFrom === 'hosted-v2' && model.version !== undefined && DATE_VERSION.test(model.version)
+      ? model.version
+      : (context.version ?? HOSTED_SCHEMA_VERSION);
   const envelope: HostedEnvelope = {
     ok: model.ok,
     tool: model.tool ?? context.tool ?? 'unknown',
-    schema_version: HOSTED_SCHEMA_VERSION,
+    schema_version: version,
   };
   const hints = meta.upgrade_hints;
+  const rateLimit = meta.rate_limit;
+  let rateLimitPlaced = rateLimit === undefined || model.extensions?.rate_limit === rateLimit;
   if (model.ok) {
-    envelope.data = model.data === undefined ? null : model.data;
+    const data = model.data === undefined ? null : model.data;
+    // The payload is never altered: rate metadata stays in data only when it came from there.
+    if (rateLimit !== undefined && holds(data, rateLimit)) rateLimitPlaced = true;
+    envelope.data = data;
     if (hints !== undefined)
       losses.add('/meta/upgrade_hints', 'a hosted v2 success has no place for upgrade hints');
   } else {
@@ -117,23 +199,36 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
       message: 'The tool reported a failure.',
       retriable: false,
     };
-    const out: NonNullable<HostedEnvelope['error']> = {
+    const out: HostedError = {
       code: encodeErrorCode(error, 'hosted-v2'),
       message: error.message,
       retriable: error.retriable,
     };
-    if (error.details !== undefined || hints !== undefined) out.details = { ...error.details };
+    if (error.details !== undefined || hints !== undefined || rateLimit !== undefined)
+      out.details = { ...error.details };
     if (hints !== undefined && out.details) out.details.upgrade_hints = hints;
+    if (rateLimit !== undefined && out.details) {
+      if (!('rate_limit' in out.details)) out.details.rate_limit = rateLimit;
+      rateLimitPlaced = out.details.rate_limit === rateLimit;
+    }
     if (hints !== undefined && error.details !== undefined && Object.keys(error.details).length === 0)
       losses.add(
         '/error/details',
         'an empty details object cannot be told apart from the upgrade hints it holds',
       );
     envelope.error = out;
-    if (model.data !== undefined && model.data !== null)
-      losses.add('/data', 'a hosted v2 error envelope carries no data');
+    // Partial output of a failed call is kept beside the error.
+    if (model.data !== undefined && model.data !== null) envelope.data = model.data;
   }
-  if (meta.rate_limit !== undefined) envelope.rate_limit = meta.rate_limit;
+  for (const [key, value] of Object.entries(model.extensions ?? {})) {
+    if (OWN_MEMBERS.has(key)) {
+      losses.add(`/extensions/${key}`, `"${key}" is a member of the contract itself`);
+    } else if (!(key in envelope)) {
+      envelope[key] = value;
+    }
+  }
+  if (!rateLimitPlaced && rateLimit !== undefined && !('rate_limit' in envelope))
+    envelope.rate_limit = rateLimit;
   reportErrorsBeyondFirst(model, losses);
   losses.ifPresent(model.warnings, '/warnings', 'hosted v2 envelopes have no warnings');
   losses.ifPresent(model.provenance, '/provenance', 'hosted v2 envelopes have no provenance');
@@ -158,6 +253,7 @@ export const hostedV2Codec: DialectCodec = {
   schema: bundledSchema(SCHEMA_IDS.hostedEnvelope),
   claims,
   payloadOf: payloadMember('data'),
+  versionOf: stringMember('schema_version'),
   detect,
   decode,
   encode,

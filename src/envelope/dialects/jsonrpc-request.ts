@@ -57,6 +57,7 @@ export const jsonrpcRequestCodec: DialectCodec = {
   schemaId: SCHEMA_IDS.jsonrpcRequest,
   schema: bundledSchema(SCHEMA_IDS.jsonrpcRequest),
   claims,
+  versionOf: () => undefined,
   payloadOf: (value) => {
     const candidate = fromText(value);
     return isJsonObject(candidate) && isJsonObject(candidate.params) ? candidate.params.input : undefined;

@@ -2,7 +2,7 @@ import { EnvelopeError } from '../../errors/index.ts';
 import { SCHEMA_IDS } from '../../schemas/index.ts';
 import type { Detection, DialectCodec, EncodeContext, Encoded } from '../dialect.ts';
 import type { NormalizedResult } from '../model.ts';
-import { bundledSchema, fromText, LossReport } from './shared.ts';
+import { bundledSchema, fromText, LossReport, reportExtensions } from './shared.ts';
 
 /**
  * Anything that is no envelope: a plain string, object, array, number, boolean
@@ -65,6 +65,7 @@ function encode(model: NormalizedResult, _context: EncodeContext = {}): Encoded 
   losses.ifPresent(model.warnings, '/warnings', 'a legacy payload has no warnings[]');
   losses.ifPresent(model.provenance, '/provenance', 'a legacy payload has no provenance');
   losses.ifPresent(model.tool, '/tool', 'a legacy payload does not name its tool');
+  reportExtensions(model, losses, 'a legacy payload has no envelope members');
   for (const [key, value] of Object.entries(model.meta ?? {})) {
     if (value === undefined) continue;
     if (key === 'schema_hints') {
@@ -83,6 +84,7 @@ export const legacyCodec: DialectCodec = {
   schema: bundledSchema(SCHEMA_IDS.legacyPayload),
   claims: (value) => value !== undefined && claimedBy(value).length === 0,
   payloadOf: (value) => value,
+  versionOf: () => undefined,
   detect,
   decode,
   encode,

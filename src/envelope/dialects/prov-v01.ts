@@ -3,16 +3,17 @@ import { EnvelopeError } from '../../errors/index.ts';
 import { SCHEMA_IDS } from '../../schemas/index.ts';
 import { applyCompatibilityPolicy, type WrapOptions } from '../compat-policy.ts';
 import type { Detection, DialectCodec, EncodeContext, Encoded } from '../dialect.ts';
-import type { IssueEntry, NormalizedError, NormalizedResult, UpgradeHint } from '../model.ts';
+import type { IssueEntry, NormalizedError, NormalizedResult, RateLimitInfo, UpgradeHint } from '../model.ts';
 import { claimsEnvelopeV01, type EnvelopeV01, envelopeV01Issues } from '../prov-v01.ts';
 import {
   bundledSchema,
   decodeErrorCode,
-  defaultRetriable,
   encodeErrorCode,
   fromText,
   LossReport,
   payloadMember,
+  reportExtensions,
+  stringMember,
 } from './shared.ts';
 
 /**
@@ -42,8 +43,21 @@ function warningToHint(entry: IssueEntry): UpgradeHint | undefined {
   return { feature: details.feature, tier: details.tier, reason: entry.message };
 }
 
-/** The error of the model as the first errors[] entry; retryable only when it differs from the code's default. */
-export function errorToEntry(error: NormalizedError, losses?: LossReport): IssueEntry {
+/** Members of errors[].details that carry rate metadata (the schema allows only flat values there). */
+const RATE_LIMIT_DETAILS = ['limit', 'remaining', 'reset_at', 'bucket'] as const;
+
+/**
+ * The error of the model as the first errors[] entry. `retryable` is written
+ * whenever it is true: the schema declares `default: false`, so every reader of
+ * the envelope takes a missing flag for "not retriable", whatever the code.
+ * Rate metadata, which errors[].details can only hold flat, is written there as
+ * `limit`, `remaining`, `reset_at` and `bucket`.
+ */
+export function errorToEntry(
+  error: NormalizedError,
+  losses?: LossReport,
+  rateLimit?: RateLimitInfo,
+): IssueEntry {
   const code = encodeErrorCode(error, 'prov-v0.1');
   let message = error.message === '' ? code : error.message;
   if (error.message === '')
@@ -53,20 +67,32 @@ export function errorToEntry(error: NormalizedError, losses?: LossReport): Issue
     losses?.add('/error/message', `truncated to ${MAX_MESSAGE} characters`);
   }
   const entry: IssueEntry = { code, message };
-  if (error.details !== undefined) {
+  const flat = (value: unknown): value is string | number | boolean | null =>
+    value === null || ['string', 'number', 'boolean'].includes(typeof value);
+  if (error.details !== undefined || rateLimit !== undefined) {
     const details: Record<string, string | number | boolean | null> = {};
-    for (const [key, value] of Object.entries(error.details)) {
-      if (value === null || ['string', 'number', 'boolean'].includes(typeof value))
-        details[key] = value as string | number | boolean | null;
+    for (const [key, value] of Object.entries(error.details ?? {})) {
+      // Rate metadata nested in the details is carried flat below.
+      if (key === 'rate_limit' && rateLimit !== undefined && value === rateLimit) continue;
+      if (flat(value)) details[key] = value;
       else
         losses?.add(
           `/error/details/${key}`,
           'errors[].details holds only strings, numbers, booleans and null',
         );
     }
-    entry.details = details;
+    if (rateLimit !== undefined) {
+      for (const key of RATE_LIMIT_DETAILS) {
+        const value = rateLimit[key];
+        if (value === undefined) continue;
+        if (key in details || !flat(value))
+          losses?.add(`/meta/rate_limit/${key}`, `errors[].details already has a "${key}"`);
+        else details[key] = value;
+      }
+    }
+    if (Object.keys(details).length > 0 || error.details !== undefined) entry.details = details;
   }
-  if (error.retriable !== defaultRetriable(error.code)) entry.retryable = error.retriable;
+  if (error.retriable) entry.retryable = true;
   return entry;
 }
 
@@ -75,7 +101,8 @@ export function entryToError(entry: IssueEntry): NormalizedError {
   const error: NormalizedError = {
     code,
     message: entry.message,
-    retriable: entry.retryable ?? defaultRetriable(code),
+    // The schema's default: a missing flag means not retriable, whatever the code.
+    retriable: entry.retryable ?? false,
   };
   if (native) error.native = native;
   if (entry.details !== undefined) error.details = { ...entry.details };
@@ -118,6 +145,18 @@ function detect(value: unknown): Detection {
   };
 }
 
+/** Rate metadata an error's flat details carry (`limit`, `remaining` and `reset_at` all present). */
+function rateLimitOfDetails(details: NonNullable<IssueEntry['details']>): RateLimitInfo | undefined {
+  const { limit, remaining, reset_at: resetAt, bucket } = details;
+  if (!('limit' in details && 'remaining' in details && 'reset_at' in details)) return undefined;
+  if (limit !== null && typeof limit !== 'number') return undefined;
+  if (remaining !== null && typeof remaining !== 'number') return undefined;
+  if (resetAt !== null && typeof resetAt !== 'string') return undefined;
+  const rateLimit: RateLimitInfo = { limit, remaining, reset_at: resetAt };
+  if (typeof bucket === 'string' || bucket === null) rateLimit.bucket = bucket;
+  return rateLimit;
+}
+
 function decode(value: unknown): NormalizedResult {
   const candidate = fromText(value);
   const detection = detect(candidate);
@@ -137,9 +176,17 @@ function decode(value: unknown): NormalizedResult {
   const model: NormalizedResult = {
     ok: first === undefined,
     data: envelope.result,
+    version: envelope.schema_version,
     decodedFrom: 'prov-v0.1',
   };
-  if (first !== undefined) model.error = entryToError(first);
+  const rateLimit = first?.details === undefined ? undefined : rateLimitOfDetails(first.details);
+  if (first !== undefined) {
+    model.error = entryToError(first);
+    // Flat rate metadata becomes the model's; encoding writes it back flat.
+    if (rateLimit !== undefined && model.error.details !== undefined) {
+      for (const key of RATE_LIMIT_DETAILS) delete model.error.details[key];
+    }
+  }
   if (errors !== undefined) model.errors = errors;
   const hints: UpgradeHint[] = [];
   if (envelope.warnings !== undefined) {
@@ -155,9 +202,10 @@ function decode(value: unknown): NormalizedResult {
     const tool = isJsonObject(envelope.provenance) ? envelope.provenance.tool : undefined;
     if (isJsonObject(tool) && typeof tool.name === 'string') model.tool = tool.name;
   }
-  if (envelope.meta !== undefined || hints.length > 0) {
+  if (envelope.meta !== undefined || hints.length > 0 || rateLimit !== undefined) {
     model.meta = { ...envelope.meta };
     if (hints.length > 0) model.meta.upgrade_hints = hints;
+    if (rateLimit !== undefined) model.meta.rate_limit = rateLimit;
   }
   return model;
 }
@@ -182,7 +230,13 @@ function encode(model: NormalizedResult, _context: EncodeContext = {}): Encoded 
   losses.ifPresent(source.tier, '/meta/tier', 'mcp.envelope.v0.1 has no tier');
   losses.ifPresent(source.tool_version, '/meta/tool_version', 'mcp.envelope.v0.1 has no tool version');
   losses.ifPresent(source.capabilities, '/meta/capabilities', 'mcp.envelope.v0.1 has no capabilities');
-  losses.ifPresent(source.rate_limit, '/meta/rate_limit', 'mcp.envelope.v0.1 has no rate metadata');
+  if (model.ok || model.errors !== undefined)
+    losses.ifPresent(
+      source.rate_limit,
+      '/meta/rate_limit',
+      'mcp.envelope.v0.1 carries rate metadata only in an error entry',
+    );
+  reportExtensions(model, losses, 'mcp.envelope.v0.1 is closed at the top level');
   losses.ifPresent(source.client, '/meta/client', 'mcp.envelope.v0.1 has no client field');
   const provenanceTool = isJsonObject(model.provenance) ? model.provenance.tool : undefined;
   const namedInProvenance = isJsonObject(provenanceTool) && provenanceTool.name === model.tool;
@@ -211,7 +265,7 @@ function encode(model: NormalizedResult, _context: EncodeContext = {}): Encoded 
   if (errors === undefined && !model.ok) {
     errors = [
       model.error
-        ? errorToEntry(model.error, losses)
+        ? errorToEntry(model.error, losses, source.rate_limit)
         : { code: 'INTERNAL_ERROR', message: 'The tool reported a failure without an error.' },
     ];
   }
@@ -232,6 +286,7 @@ export const provV01Codec: DialectCodec = {
   schema: bundledSchema(SCHEMA_IDS.envelope),
   claims,
   payloadOf: payloadMember('result'),
+  versionOf: stringMember('schema_version'),
   detect,
   decode,
   encode,

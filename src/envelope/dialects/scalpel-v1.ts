@@ -16,21 +16,45 @@ import {
   reportErrorsBeyondFirst,
 } from './shared.ts';
 
-/** Code Scalpel's MCP response envelope, V1.0 contract (seed 001). */
+/**
+ * Code Scalpel's MCP response envelope, V1.0 contract (seed 001), as a family:
+ * the envelope its current source builds (`contract.py`) sends the metadata
+ * members as null when its response profile leaves them out (the default
+ * `minimal` profile leaves out all of them), and adds `warnings` (strings).
+ * A null member decodes to an absent one; warnings become `SCALPEL.WARNING`
+ * entries and are written back as strings. Members a server adds are kept.
+ */
+
+/** The code a Code Scalpel warning (a bare string) has in the model. */
+export const SCALPEL_WARNING = 'SCALPEL.WARNING';
+const OWN_MEMBERS = new Set([
+  'tier',
+  'tool_version',
+  'tool_id',
+  'request_id',
+  'capabilities',
+  'duration_ms',
+  'error',
+  'upgrade_hints',
+  'warnings',
+  'data',
+]);
 
 export const SCALPEL_TIERS = ['community', 'pro', 'enterprise'] as const;
 export type ScalpelTier = (typeof SCALPEL_TIERS)[number];
 
 export interface ScalpelEnvelope {
-  tier: ScalpelTier;
-  tool_version: string;
-  tool_id: string;
-  request_id: string;
-  capabilities: string[];
-  duration_ms?: number;
+  tier: ScalpelTier | null;
+  tool_version: string | null;
+  tool_id: string | null;
+  request_id: string | null;
+  capabilities: string[] | null;
+  duration_ms?: number | null;
   error: { error: string; error_code: string; error_details: Record<string, unknown> | null } | null;
-  upgrade_hints: UpgradeHint[];
+  upgrade_hints: UpgradeHint[] | null;
+  warnings?: string[];
   data: unknown;
+  [member: string]: unknown;
 }
 
 const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
@@ -52,6 +76,16 @@ export const CODE_CONTENT_KEYS: ReadonlySet<string> = new Set([
 
 const MARKERS = ['tool_id', 'tier', 'tool_version', 'upgrade_hints', 'capabilities'];
 
+/** The contract version a value names among its capabilities (`envelope-v1`), if any. */
+function versionOf(value: unknown): string | undefined {
+  const candidate = fromText(value);
+  const capabilities = isJsonObject(candidate) ? candidate.capabilities : undefined;
+  if (!Array.isArray(capabilities)) return undefined;
+  return capabilities.find(
+    (item): item is string => typeof item === 'string' && /^envelope-v\d+$/.test(item),
+  );
+}
+
 /** A value with `tool_id` and at least one more of the envelope's own members claims the dialect. */
 function claims(value: unknown): boolean {
   const candidate = fromText(value);
@@ -70,16 +104,28 @@ function decode(value: unknown): NormalizedResult {
   const envelope = candidate as unknown as ScalpelEnvelope;
   const model: NormalizedResult = {
     ok: envelope.error === null,
-    tool: envelope.tool_id,
     data: envelope.data,
     decodedFrom: 'scalpel-v1',
-    meta: { tier: envelope.tier, tool_version: envelope.tool_version, request_id: envelope.request_id },
   };
-  const meta = model.meta as NonNullable<NormalizedResult['meta']>;
+  const version = versionOf(envelope);
+  if (version !== undefined) model.version = version;
+  if (envelope.tool_id !== null) model.tool = envelope.tool_id;
+  const meta: NonNullable<NormalizedResult['meta']> = {};
+  // Null is what a response profile writes for "left out": it decodes to absent.
+  if (envelope.tier !== null) meta.tier = envelope.tier;
+  if (envelope.tool_version !== null) meta.tool_version = envelope.tool_version;
+  if (envelope.request_id !== null) meta.request_id = envelope.request_id;
   // Empty arrays are what the encoder writes for "none", so they decode to absent.
-  if (envelope.capabilities.length > 0) meta.capabilities = envelope.capabilities;
-  if (envelope.duration_ms !== undefined) meta.duration_ms = envelope.duration_ms;
-  if (envelope.upgrade_hints.length > 0) meta.upgrade_hints = envelope.upgrade_hints;
+  if (envelope.capabilities !== null && envelope.capabilities.length > 0)
+    meta.capabilities = envelope.capabilities;
+  if (typeof envelope.duration_ms === 'number') meta.duration_ms = envelope.duration_ms;
+  if (envelope.upgrade_hints !== null && envelope.upgrade_hints.length > 0)
+    meta.upgrade_hints = envelope.upgrade_hints;
+  if (Object.keys(meta).length > 0) model.meta = meta;
+  if (envelope.warnings !== undefined)
+    model.warnings = envelope.warnings.map((message) => ({ code: SCALPEL_WARNING, message }));
+  const extensions = Object.entries(envelope).filter(([key]) => !OWN_MEMBERS.has(key));
+  if (extensions.length > 0) model.extensions = Object.fromEntries(extensions);
   if (envelope.error !== null) {
     const { code, native } = decodeErrorCode(envelope.error.error_code, 'scalpel-v1');
     const error: NormalizedError = { code, message: envelope.error.error, retriable: defaultRetriable(code) };
@@ -149,7 +195,11 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
     );
   }
   reportErrorsBeyondFirst(model, losses);
-  losses.ifPresent(model.warnings, '/warnings', 'Code Scalpel envelopes have no warnings');
+  const warnings = model.warnings?.map((entry, index) => {
+    if (entry.code !== SCALPEL_WARNING || entry.details !== undefined || entry.evidence !== undefined)
+      losses.add(`/warnings/${index}`, 'Code Scalpel warnings are bare messages');
+    return entry.code === SCALPEL_WARNING ? entry.message : `${entry.code}: ${entry.message}`;
+  });
   losses.ifPresent(model.provenance, '/provenance', 'Code Scalpel envelopes have no provenance');
   losses.ifPresent(meta.adapter, '/meta/adapter', 'Code Scalpel envelopes have no adapter field');
   losses.ifPresent(meta.schema_hints, '/meta/schema_hints', 'Code Scalpel envelopes have no schema hints');
@@ -165,8 +215,13 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
     ...(envelope.duration_ms === undefined ? {} : { duration_ms: envelope.duration_ms }),
     error: envelope.error,
     upgrade_hints: envelope.upgrade_hints,
+    ...(warnings === undefined ? {} : { warnings }),
     data: envelope.data,
-  };
+  } as ScalpelEnvelope;
+  for (const [key, value] of Object.entries(model.extensions ?? {})) {
+    if (OWN_MEMBERS.has(key)) losses.add(`/extensions/${key}`, `"${key}" is a member of the envelope itself`);
+    else ordered[key] = value;
+  }
   return { value: ordered, losses: losses.losses };
 }
 
@@ -176,6 +231,7 @@ export const scalpelV1Codec: DialectCodec = {
   schema: bundledSchema(SCHEMA_IDS.scalpelEnvelope),
   claims,
   payloadOf: payloadMember('data'),
+  versionOf,
   detect,
   decode,
   encode,

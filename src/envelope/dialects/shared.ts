@@ -47,6 +47,15 @@ export function payloadMember(member: string): (value: unknown) => unknown {
   };
 }
 
+/** A codec's `versionOf` for dialects that name their version in one top-level string member. */
+export function stringMember(member: string): (value: unknown) => string | undefined {
+  return (value) => {
+    const candidate = fromText(value);
+    const found = isJsonObject(candidate) ? candidate[member] : undefined;
+    return typeof found === 'string' ? found : undefined;
+  };
+}
+
 /** Schema validation through the shared registry (compiled once), as a Detection. */
 export function detectBySchema(
   dialect: DialectId,
@@ -129,6 +138,11 @@ export class LossReport {
   }
 }
 
+/** Top-level members another dialect's server added, which a closed dialect cannot carry. */
+export function reportExtensions(model: NormalizedResult, losses: LossReport, reason: string): void {
+  for (const key of Object.keys(model.extensions ?? {})) losses.add(`/extensions/${key}`, reason);
+}
+
 /**
  * errors[] (prov-spec) has room for more than the one error most dialects
  * carry: any entry beyond what `error` says is a loss.
@@ -142,7 +156,8 @@ export function reportErrorsBeyondFirst(model: NormalizedResult, losses: LossRep
   }
   const [first, ...rest] = errors;
   if (first?.evidence !== undefined) losses.add('/errors/0/evidence', 'this dialect has no evidence anchors');
-  if (first?.retryable !== undefined && model.error && first.retryable === defaultRetriable(model.error.code))
+  // `retryable: false` is the schema's default: written back, the flag would be absent.
+  if (first?.retryable === false)
     losses.add('/errors/0/retryable', 'an explicit default retryable flag is not carried');
   rest.forEach((_entry, index) => {
     losses.add(`/errors/${index + 1}`, 'this dialect carries one error');

@@ -30,17 +30,29 @@ describe('detectDialect', () => {
     expect(detectDialect('plain words')).toMatchObject({ dialect: 'legacy', value: 'plain words' });
   });
 
-  it('reports an extra top-level member as a near miss, not as legacy', () => {
-    const report = detectDialect({ ...hosted, extra: 1 });
-    expect(report).toMatchObject({ dialect: null, near: ['hosted-v2'] });
+  it('reports an extra top-level member of the closed prov-v0.1 as a near miss, not as legacy', () => {
+    const report = detectDialect({ ...prov, extra: 1 });
+    expect(report).toMatchObject({ dialect: null, near: ['prov-v0.1'] });
     expect(report.reasons.join()).toContain('/extra');
     expect(() => requireDialect(report)).toThrow(expect.objectContaining({ code: 'ENVELOPE_INVALID' }));
   });
 
+  it('keeps members a hosted server adds, and names the version each envelope carries', () => {
+    const report = detectDialect({ ...hosted, schema_version: '2026-05-06', request_id: 'r1' });
+    expect(report).toMatchObject({ dialect: 'hosted-v2', version: '2026-05-06' });
+    expect(normalize(report.value).model).toMatchObject({
+      version: '2026-05-06',
+      extensions: { request_id: 'r1' },
+    });
+    expect(detectDialect(prov)).toMatchObject({ dialect: 'prov-v0.1', version: 'mcp.envelope.v0.1' });
+    expect(detectDialect({ plain: true })).toMatchObject({ dialect: 'legacy', version: null });
+  });
+
   it('gives a clear answer for a value with the loose shapes of two dialects', () => {
+    const { tool: _tool, ...hostedWithoutTool } = hosted;
     const both = {
-      ...hosted,
-      mcp: { envelope: 'mcp.envelope_v0_1', request_id: 'req_1', tool: 't', ok: true },
+      ...hostedWithoutTool,
+      mcp: { envelope: 'mcp.envelope_v0_1', request_id: 'not a request id', tool: 't', ok: true },
       result: {},
     };
     const report = detectDialect(both);

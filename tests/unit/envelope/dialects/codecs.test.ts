@@ -112,10 +112,18 @@ describe('hosted-v2', () => {
     expect(hosted.encode(model).value).toEqual(value);
   });
 
-  it('names a wrong schema_version', () => {
-    const detection = hosted.detect({ ok: true, tool: 't', schema_version: '2025-01-01', data: {} });
+  it('takes every dated schema_version as hosted v2 and names one that is no date', () => {
+    for (const version of ['2026-02-19', '2026-03-11', '2026-05-06', '2027-01-31']) {
+      const value = { ok: true, tool: 't', schema_version: version, data: {} };
+      expect(hosted.detect(value), version).toMatchObject({ match: true });
+      expect(hosted.decode(value).version).toBe(version);
+      // Encoding the decoded model writes the version it came with.
+      expect(hosted.encode(hosted.decode(value)).value).toMatchObject({ schema_version: version });
+    }
+    const detection = hosted.detect({ ok: true, tool: 't', schema_version: '2026-13-01', data: {} });
     expect(detection).toMatchObject({ match: false, near: true });
-    expect(JSON.stringify(detection)).toContain('/schema_version must equal');
+    expect(JSON.stringify(detection)).toContain('/schema_version must match pattern');
+    expect(hosted.claims({ ok: true, tool: 't', schema_version: 'v2', data: {} })).toBe(false);
   });
 
   it('puts upgrade hints in error.details', () => {
