@@ -15,6 +15,8 @@ import { classifyV01, ENVELOPE_V01, type EnvelopeV01, envelopeFromText } from '.
  */
 
 export const ADAPTER_EXECUTION_FAILED = 'ADAPTER.EXECUTION.FAILED';
+/** Warning code for output that resembles an envelope without being one (kept as a legacy payload). */
+export const ENVELOPE_NEAR_MISS = 'ADAPTER.ENVELOPE.NEAR_MISS';
 /** Warning code for a tool that succeeded but wrote to stderr. */
 export const ADAPTER_STDERR_OUTPUT = 'ADAPTER.STDERR.OUTPUT';
 

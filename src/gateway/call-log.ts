@@ -31,6 +31,10 @@ export interface CallLogEntry {
   outcome: CallOutcome;
   /** The canonical error code when the outcome is an error, else null. */
   code: string | null;
+  /** The dialect of the result sent back (`legacy` for a bare payload), null when there was none. */
+  resultDialect: string | null;
+  /** The dialect version that result carries (Hosted v2's date, the envelope name), or null. */
+  resultVersion: string | null;
   durationMs: number;
   transport: CallTransport;
   /** The HTTP route, or null over stdio. */
@@ -55,6 +59,8 @@ export interface CallRecordInput {
   dialect: string;
   outcome: CallOutcome;
   code?: string | null;
+  resultDialect?: string | null;
+  resultVersion?: string | null;
   durationMs: number;
   transport: CallTransport;
   route?: string | null;
@@ -199,6 +205,8 @@ export class CallLog {
       dialect: call.dialect,
       outcome: call.outcome,
       code: call.outcome === 'error' ? (call.code ?? 'INTERNAL_ERROR') : null,
+      resultDialect: call.resultDialect ?? null,
+      resultVersion: call.resultVersion ?? null,
       durationMs: call.durationMs,
       transport: call.transport,
       route: call.route ?? null,

@@ -221,11 +221,15 @@ export class Enforcement {
       let outcome: 'ok' | 'error' = 'error';
       let code: string | null = errorCodeOf(error);
       let requestId: string | null = null;
+      let resultDialect: string | null = null;
+      let resultVersion: string | null = null;
       if (result) {
         const read = readToolResult(result);
         outcome = read.ok ? 'ok' : 'error';
         code = read.ok ? null : read.error.code;
         requestId = read.meta?.request_id ?? null;
+        resultDialect = read.dialect;
+        resultVersion = read.version ?? null;
       }
       log.write({
         requestId,
@@ -234,6 +238,8 @@ export class Enforcement {
         dialect: facts.dialect,
         outcome,
         code,
+        resultDialect,
+        resultVersion,
         durationMs: Math.round((performance.now() - facts.startedAt) * 1000) / 1000,
         transport: facts.transport,
         route: facts.route,

@@ -1,17 +1,21 @@
 import { performance } from 'node:perf_hooks';
+import { isDeepStrictEqual } from 'node:util';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { canonicalize } from '../canonical/canonicalize.ts';
 import { digestValue } from '../canonical/digest.ts';
 import { isJsonObject, MAX_NESTING_DEPTH, pathBeyondDepth } from '../canonical/json-value.ts';
 import {
+  ENVELOPE_NEAR_MISS,
   type ObservedFailure,
   toolReportedErrors,
   type WrapOptions,
   wrapFailure,
   wrapLegacy,
 } from '../envelope/compat-policy.ts';
-import type { ResultDialectId } from '../envelope/dialect.ts';
-import type { IssueEntry } from '../envelope/model.ts';
+import { envelopesIn } from '../envelope/detect.ts';
+import type { Loss, ResultDialectId } from '../envelope/dialect.ts';
+import { codecFor } from '../envelope/dialects/index.ts';
+import type { IssueEntry, NormalizedResult } from '../envelope/model.ts';
 import { applyProfileToData, type Profile, type ProfileConfig } from '../envelope/profiles.ts';
 import { classifyV01, type EnvelopeV01 } from '../envelope/prov-v01.ts';
 import { FeatureGate, type TierConfig, upgradeRequiredError } from '../envelope/tiers.ts';
@@ -39,6 +43,7 @@ import {
   contentText,
   LOSSES_META_KEY,
   PROVENANCE_META_KEY,
+  parseJsonText,
   type ToolResultLike,
   type ToolResultPayload,
   toolResultPayload,
@@ -102,7 +107,12 @@ export interface CallSummary {
   dialect: ResultDialectId;
   outcome: CallOutcome;
   /** What was done with the tool's output. */
-  action: 'wrapped' | 'passed-through' | 'rejected';
+  action: 'wrapped' | 'passed-through' | 'converted' | 'rejected';
+  /** Whether the tool ran and answered (its output reaches the client whatever the outcome). */
+  tool_ran: boolean;
+  /** The dialect and version of what the tool returned (`legacy` and null for a bare payload). */
+  source_dialect: string | null;
+  source_version: string | null;
   /** The canonical code of the first error, or null. */
   error_code: string | null;
   request_id: string;
@@ -214,6 +224,42 @@ function elementCount(value: unknown, max: number): number {
   return count;
 }
 
+/**
+ * The single text block of a result when it holds exactly `value` (a structured
+ * envelope sent with its own rendering as text, pretty-printed or not), so that
+ * passing the envelope on keeps that text byte for byte.
+ */
+function sameJsonText(raw: ToolResultLike, value: unknown): string | undefined {
+  const content = Array.isArray(raw.content) ? raw.content : [];
+  const [block] = content;
+  if (content.length !== 1 || !isJsonObject(block) || block.type !== 'text') return undefined;
+  if (typeof block.text !== 'string') return undefined;
+  const parsed = parseJsonText(block.text);
+  return parsed && isDeepStrictEqual(parsed.value, value) ? block.text : undefined;
+}
+
+/** A payload as one text block, as a tool would have written it. */
+function textBlock(value: unknown): unknown[] {
+  return [{ type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value) }];
+}
+
+/**
+ * Whether an encoding dropped the payload (an error envelope with no room for data);
+ * a payload carried in another form (the accessibility suite's `result.value`) is not dropped.
+ */
+function dropsData(losses: readonly Loss[]): boolean {
+  return losses.some((loss) => loss.path === '/data' && !loss.reason.includes('result.value'));
+}
+
+/** What a tool returned, as content blocks that can travel beside an envelope. */
+function originalBlocks(raw: ToolResultLike): unknown[] {
+  const content = Array.isArray(raw.content) ? raw.content : [];
+  if (content.length > 0) return content;
+  return raw.structuredContent === undefined
+    ? []
+    : [{ type: 'text', text: JSON.stringify(raw.structuredContent) }];
+}
+
 /** A tool's own schema could not be compiled. */
 class ToolSchemaError extends Error {}
 
@@ -287,10 +333,22 @@ function observedFailure(error: unknown): ObservedFailure {
 interface Built {
   /** The mcp.envelope.v0.1 built here, or one the tool returned (passed through). */
   envelope?: EnvelopeV01;
-  /** An envelope of another dialect the tool returned (passed through unchanged). */
+  /**
+   * An envelope the tool returned in another dialect than the pipeline's own
+   * (converted to it) or in the `legacy` pipeline (passed through unchanged).
+   */
   foreign?: Record<string, unknown>;
+  /** Where `foreign` came from: its dialect and decoded model, when it is to be converted. */
+  convertFrom?: { dialect: ResultDialectId; model: NormalizedResult };
   /** Exact text to carry when a pass-through envelope arrived as text. */
   text?: string;
+  /**
+   * What the tool returned, as content blocks to send beside the envelope when the
+   * envelope itself cannot hold it (an invalid mcp.envelope.v0.1 claim, say).
+   */
+  original?: unknown[];
+  /** The dialect and version of what the tool returned; absent when it never answered. */
+  source?: { dialect: string; version: string | null };
   isError: boolean;
   outcome: CallOutcome;
   action: CallSummary['action'];
@@ -389,6 +447,15 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     });
   }
 
+  /**
+   * Turns what the tool returned into the answer, never losing it: an envelope of
+   * the pipeline's dialect passes through unchanged; one of another dialect is
+   * converted through the normalized model; anything else is a legacy payload,
+   * wrapped intact (a near miss of a dialect too, with a warning saying why it is
+   * no envelope). Only a claim of mcp.envelope.v0.1 that is not valid cannot be
+   * wrapped (that would nest envelopes): it is answered with an error envelope and
+   * its bytes travel beside it, as does any output the envelope cannot hold.
+   */
   function fromResult(
     tool: PipelineTool,
     raw: ToolResultLike,
@@ -396,51 +463,89 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     warnings: IssueEntry[],
   ): Built {
     const payload = toolResultPayload(raw);
-    const problem = outputProblem(tool, raw, payload);
-    if (problem && outputMode === 'enforce') return rejected('invalid_output', problem, requestId, warnings);
-    if (problem) warnings.push(problem);
-    const isError = raw.isError === true;
-
-    // An envelope, in any dialect and also as JSON text, passes through unchanged.
     const structured = payload.source === 'structured' || payload.source === 'json-text';
-    const v01 = structured ? classifyV01(payload.value) : { kind: 'legacy' as const };
-    if (v01.kind === 'envelope') {
-      const built = ownBuilt(v01.envelope, 'ok', 'passed-through');
-      if (payload.source === 'json-text') built.text = payload.text;
-      if (isError || built.isError) {
-        built.isError = true;
-        built.outcome = 'tool_error';
-      }
-      return built;
+    const isError = raw.isError === true;
+    const envelopes = structured ? envelopesIn(payload.value) : [];
+    const [found] = envelopes;
+    const detection = found === undefined ? undefined : detectEnvelope(payload.value);
+    const source = {
+      dialect: detection?.match ? detection.dialect : 'legacy',
+      version: detection?.match ? (detection.model.version ?? null) : null,
+    };
+    // The record's output artifact is what the tool produced: the payload an envelope
+    // carries, else the payload itself wherever it travels.
+    const done = (built: Built, result: unknown = built.result): Built => ({ ...built, source, result });
+
+    const problem = outputProblem(tool, raw, payload);
+    if (problem && outputMode === 'enforce') {
+      // The tool ran: its output stays with the error, as `result` where that nests no
+      // envelope (the policy's partial output), else beside the envelope.
+      const nests = envelopes.length > 0;
+      const failure: ObservedFailure = {
+        toolErrors: [{ ...problem, details: { ...problem.details, tool_ran: true } }],
+        ...(nests || payload.value === null ? {} : { partialOutput: payload.value }),
+      };
+      const built = ownBuilt(
+        wrapFailure(failure, wrapOptions(requestId, warnings)),
+        'invalid_output',
+        'rejected',
+      );
+      return nests ? done({ ...built, original: originalBlocks(raw) }, payload.value) : done(built);
     }
-    if (v01.kind === 'invalid-envelope') {
-      const { pointer, text } = issueSummary(v01.issues);
+    if (problem) warnings.push(problem);
+
+    if (detection?.match) {
+      const failed = isError || !detection.model.ok;
+      const outcome: CallOutcome = failed ? 'tool_error' : 'ok';
+      const errorCode = failed
+        ? (detection.model.error?.code ?? detection.model.errors?.[0]?.code ?? null)
+        : null;
+      const text = payload.source === 'json-text' ? payload.text : sameJsonText(raw, detection.value);
+      const common = { isError: failed, outcome, errorCode, ...(text === undefined ? {} : { text }) };
+      if (detection.dialect === 'prov-v0.1' && dialect === 'prov-v0.1') {
+        const envelope = detection.value as unknown as EnvelopeV01;
+        return done({ ...ownBuilt(envelope, outcome, 'passed-through'), ...common });
+      }
+      const data = detection.model.data;
+      if (detection.dialect === dialect || dialect === 'legacy') {
+        return done({ foreign: detection.value, action: 'passed-through', ...common, result: data });
+      }
+      return done({
+        foreign: detection.value,
+        convertFrom: { dialect: detection.dialect as ResultDialectId, model: detection.model },
+        action: 'converted',
+        ...common,
+        result: data,
+      });
+    }
+    if (found === 'prov-v0.1') {
+      // Claims mcp.envelope.v0.1 but is not one: it cannot be wrapped, nor passed on as valid.
+      const v01 = classifyV01(payload.value);
+      const { pointer, text } =
+        v01.kind === 'invalid-envelope' ? issueSummary(v01.issues) : { pointer: '', text: 'is not valid' };
       const error = entry('INVALID_OUTPUT', `Invalid tool output: not a valid mcp.envelope.v0.1: ${text}`, {
         pointer,
         jsonrpc_code: toJsonRpcError('INVALID_OUTPUT').code,
+        tool_ran: true,
       });
-      return rejected('invalid_output', error, requestId, warnings);
+      const built = ownBuilt(
+        wrapFailure({ toolErrors: [error] }, wrapOptions(requestId, warnings)),
+        'invalid_output',
+        'rejected',
+      );
+      return done({ ...built, original: originalBlocks(raw) }, payload.value);
     }
-    const foreign = structured ? detectEnvelope(payload.value) : undefined;
-    if (foreign?.match) {
-      const failed = isError || !foreign.model.ok;
-      return {
-        foreign: foreign.value,
-        ...(payload.source === 'json-text' ? { text: payload.text } : {}),
-        isError: failed,
-        outcome: failed ? 'tool_error' : 'ok',
-        action: 'passed-through',
-        errorCode: failed ? (foreign.model.error?.code ?? foreign.model.errors?.[0]?.code ?? null) : null,
-        result: foreign.model.data,
-      };
-    }
-    if (foreign && !foreign.match) {
-      // A near miss is never legacy: wrapping it would nest one envelope in another.
-      const error = entry('INVALID_OUTPUT', `Invalid tool output: ${foreign.message}`, {
-        dialect: foreign.dialects.join(', '),
-        jsonrpc_code: toJsonRpcError('INVALID_OUTPUT').code,
-      });
-      return rejected('invalid_output', error, requestId, warnings);
+    if (detection && !detection.match) {
+      // A near miss of another dialect is no envelope: the tool's own payload, wrapped intact.
+      warnings.push(
+        entry(
+          ENVELOPE_NEAR_MISS,
+          `The tool output resembles ${detection.message}; it is kept intact as a legacy payload`,
+          {
+            dialect: detection.dialects.join(', '),
+          },
+        ),
+      );
     }
 
     if (isError) {
@@ -452,13 +557,13 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       };
       const own = textual ? undefined : toolReportedErrors(payload.value);
       if (own) failure.toolErrors = own;
-      return ownBuilt(wrapFailure(failure, wrapOptions(requestId, warnings)), 'tool_error', 'wrapped');
+      return done(ownBuilt(wrapFailure(failure, wrapOptions(requestId, warnings)), 'tool_error', 'wrapped'));
     }
     const data =
       profile === 'debug'
         ? payload.value
         : applyProfileToData(payload.value, profile, options.profileConfig, tool.name);
-    return ownBuilt(wrapLegacy(data, wrapOptions(requestId, warnings)), 'ok', 'wrapped');
+    return done(ownBuilt(wrapLegacy(data, wrapOptions(requestId, warnings)), 'ok', 'wrapped'));
   }
 
   function fromRejection(error: unknown, requestId: string, warnings: IssueEntry[]): Built {
@@ -690,7 +795,20 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     let value: unknown;
     let text = built.text;
     let losses = 0;
-    if (built.foreign || built.action === 'passed-through' || !envelope) {
+    let original = built.original;
+    if (built.convertFrom) {
+      // Another dialect's envelope, converted so that what is sent is what is advertised.
+      const converted = codecFor(dialect).encode(built.convertFrom.model, {
+        tool: call.tool.name,
+        requestId,
+      });
+      value = converted.value;
+      text = undefined;
+      losses = converted.losses.length;
+      if (converted.losses.length > 0) resultMeta[LOSSES_META_KEY] = converted.losses;
+      // Whatever the target could not carry of the payload still reaches the client, as it came.
+      if (dropsData(converted.losses)) original ??= textBlock(built.convertFrom.model.data);
+    } else if (built.foreign || built.action === 'passed-through' || !envelope) {
       value = built.foreign ?? envelope;
     } else {
       const converted = fromEnvelopeV01(envelope, dialect, {
@@ -707,6 +825,11 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         text = (envelope.errors ?? []).map((issue) => `${issue.code}: ${issue.message}`).join('\n');
         value = text;
         reported = reported.filter((loss) => !/^\/(?:ok|error|errors)(?:\/|$)/.test(loss.path));
+        // The tool's partial output travels after the messages.
+        if (envelope.result !== null && envelope.result !== undefined)
+          original ??= textBlock(envelope.result);
+      } else if (dropsData(converted.losses) && envelope.result !== null) {
+        original ??= textBlock(envelope.result);
       }
       losses = reported.length;
       if (reported.length > 0) resultMeta[LOSSES_META_KEY] = reported;
@@ -716,6 +839,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       ...(text === undefined ? {} : { text }),
       meta: resultMeta,
     });
+    if (original && original.length > 0) result.content.push(...(original as CallToolResult['content']));
     if (options.onCall) {
       options.onCall({
         tool: call.tool.name,
@@ -729,6 +853,9 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         result_digest: canonicalDigest(value),
         provenance: provRecord !== undefined,
         losses,
+        tool_ran: built.source !== undefined,
+        source_dialect: built.source?.dialect ?? null,
+        source_version: built.source?.version ?? null,
       });
     }
     return result;

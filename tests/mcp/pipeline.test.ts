@@ -48,6 +48,9 @@ describe('createPipeline', () => {
         result_digest: digestValue(result.structuredContent).value,
         provenance: false,
         losses: 0,
+        tool_ran: true,
+        source_dialect: 'legacy',
+        source_version: null,
       },
     ]);
   });
@@ -198,16 +201,18 @@ describe('createPipeline', () => {
     expect(records[0]?.methods).toContain('adapter.pass_through.envelope_v0_1');
   });
 
-  it('rejects an invalid mcp.envelope.v0.1 from a tool instead of wrapping it again', async () => {
+  it('answers an invalid mcp.envelope.v0.1 from a tool with an error, its bytes beside it', async () => {
+    const claimed = { schema_version: 'mcp.envelope.v0.1', result: 1, extra: 2 };
     const result = await createPipeline().callTool(
-      call(async () => ({
-        content: [],
-        structuredContent: { schema_version: 'mcp.envelope.v0.1', result: 1, extra: 2 },
-      })),
+      call(async () => ({ content: [], structuredContent: claimed })),
     );
+    expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({
-      errors: [{ code: 'INVALID_OUTPUT', details: { pointer: '/extra' } }],
+      result: null,
+      errors: [{ code: 'INVALID_OUTPUT', details: { pointer: '/extra', tool_ran: true } }],
     });
+    // Wrapping it would nest envelopes; the original travels as a second content block.
+    expect(result.content[1]).toEqual({ type: 'text', text: JSON.stringify(claimed) });
   });
 
   it('reads back payloads without loss', () => {
@@ -322,20 +327,40 @@ describe('createPipeline in every result dialect', () => {
     expect(report.checks.filter((check) => check.status === 'fail')).toEqual([]);
   });
 
-  it('passes an envelope of another dialect through unchanged, whatever the chosen one', async () => {
+  it('passes an envelope of its own dialect through unchanged, and converts one of another', async () => {
     const hosted =
-      '{"ok":false,"tool":"get_template","schema_version":"2026-02-19","error":{"code":"TEMPLATE_NOT_FOUND","message":"Template not found","retriable":false,"details":{}}}';
+      '{"ok":false,"tool":"get_template","schema_version":"2026-05-06","error":{"code":"TEMPLATE_NOT_FOUND","message":"Template not found","retriable":false,"details":{}}}';
     const summaries: CallSummary[] = [];
-    const pipeline = createPipeline({ onCall: (summary) => summaries.push(summary) });
-    const result = await pipeline.callTool(call(text(hosted)));
-    expect(result.content).toEqual([{ type: 'text', text: hosted }]);
-    expect(result.structuredContent).toEqual(JSON.parse(hosted));
-    expect(result.isError).toBe(true);
+    const own = createPipeline({ dialect: 'hosted-v2', onCall: (summary) => summaries.push(summary) });
+    const same = await own.callTool(call(text(hosted)));
+    expect(same.content).toEqual([{ type: 'text', text: hosted }]);
+    expect(same.structuredContent).toEqual(JSON.parse(hosted));
+    expect(same.isError).toBe(true);
     expect(summaries[0]).toMatchObject({
       action: 'passed-through',
       outcome: 'tool_error',
       error_code: 'TEMPLATE_NOT_FOUND',
+      source_dialect: 'hosted-v2',
+      source_version: '2026-05-06',
+      tool_ran: true,
     });
+    // In prov-v0.1 the same answer is converted, so that it matches the advertised schema.
+    const prov = createPipeline({ onCall: (summary) => summaries.push(summary) });
+    const converted = await prov.callTool(call(text(hosted)));
+    expect(converted.isError).toBe(true);
+    expect(converted.structuredContent).toMatchObject({
+      schema_version: 'mcp.envelope.v0.1',
+      result: null,
+      errors: [{ code: 'TEMPLATE_NOT_FOUND', message: 'Template not found' }],
+    });
+    expect(summaries[1]).toMatchObject({
+      action: 'converted',
+      outcome: 'tool_error',
+      source_dialect: 'hosted-v2',
+    });
+    expect(converted._meta?.['mcp-envelope/losses']).toContainEqual(
+      expect.objectContaining({ path: '/tool' }),
+    );
   });
 
   it('lists what the dialect could not carry in _meta, leaving out the adapter metadata', async () => {

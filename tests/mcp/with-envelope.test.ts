@@ -82,7 +82,7 @@ describe('withEnvelope on an SDK v2 McpServer (in process)', () => {
     ]);
   });
 
-  it("checks structured output against the tool's own outputSchema (INVALID_OUTPUT)", async () => {
+  it("checks structured output against the tool's own outputSchema (INVALID_OUTPUT), keeping what it returned", async () => {
     const client = await connect(createExampleServer());
     const good = await client.callTool({ name: 'area', arguments: { width: 2, height: 3 } });
     expect(structured(good).result).toEqual({ area: 6 });
@@ -92,9 +92,11 @@ describe('withEnvelope on an SDK v2 McpServer (in process)', () => {
       {
         code: 'INVALID_OUTPUT',
         message: 'Invalid tool output: /area must be number',
-        details: { pointer: '/area', jsonrpc_code: -32002 },
+        details: { pointer: '/area', jsonrpc_code: -32002, tool_ran: true },
       },
     ]);
+    // The tool ran: its output is the envelope's result (the policy's partial output), not replaced.
+    expect(structured(bad).result).toEqual({ area: '6' });
   });
 
   it("keeps a tool's own structured error codes", async () => {

@@ -60,6 +60,8 @@ describe('CallLog', () => {
       dialect: 'legacy',
       outcome: 'ok',
       code: null,
+      resultDialect: null,
+      resultVersion: null,
       durationMs: 3,
       transport: 'stdio',
       route: null,

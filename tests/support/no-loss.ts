@@ -1,0 +1,58 @@
+import { isDeepStrictEqual } from 'node:util';
+import { detectEnvelope } from '../../src/mcp/dialects.ts';
+import { type ToolResultLike, toolResultPayload } from '../../src/mcp/tool-result.ts';
+
+/**
+ * The no-loss property: whatever an upstream answered, the client's answer
+ * contains the payload the tool produced (an envelope's payload member, or the
+ * whole payload of a legacy answer), in the envelope or beside it.
+ */
+
+/** What the tool produced: an envelope's payload, else the whole payload. */
+export function producedPayload(upstream: ToolResultLike): unknown {
+  const payload = toolResultPayload(upstream);
+  const structured = payload.source === 'structured' || payload.source === 'json-text';
+  const detection = structured ? detectEnvelope(payload.value) : undefined;
+  return detection?.match ? detection.model.data : payload.value;
+}
+
+function texts(answer: ToolResultLike): string[] {
+  const content = Array.isArray(answer.content) ? answer.content : [];
+  return content
+    .map((block) => (block as { text?: unknown }).text)
+    .filter((text): text is string => typeof text === 'string');
+}
+
+/** Whether some subtree of `tree` equals `target`. */
+function holds(tree: unknown, target: unknown): boolean {
+  const stack = [tree];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (isDeepStrictEqual(node, target)) return true;
+    if (node !== null && typeof node === 'object') stack.push(...Object.values(node));
+  }
+  return false;
+}
+
+function parsed(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `answer` holds `produced` somewhere a client can read it, unchanged. */
+export function answerContains(answer: ToolResultLike, produced: unknown): boolean {
+  if (produced === null || produced === undefined) return true;
+  const serialized = JSON.stringify(produced);
+  if (holds(answer.structuredContent, produced)) return true;
+  if (texts(answer).some((text) => text.includes(serialized) || holds(parsed(text), produced))) return true;
+  if (typeof produced === 'string' && texts(answer).some((text) => text.includes(produced))) return true;
+  // Content blocks the tool returned (images, several blocks) travel as they came.
+  if (Array.isArray(produced) && Array.isArray(answer.content)) {
+    const content = answer.content;
+    return produced.every((block) => content.some((sent) => isDeepStrictEqual(sent, block)));
+  }
+  return false;
+}
