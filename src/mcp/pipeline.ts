@@ -14,6 +14,7 @@ import {
 } from '../envelope/compat-policy.ts';
 import { envelopesIn } from '../envelope/detect.ts';
 import type { Loss, ResultDialectId } from '../envelope/dialect.ts';
+import { a11yRequestInput } from '../envelope/dialects/a11y-v01.ts';
 import { codecFor } from '../envelope/dialects/index.ts';
 import type { IssueEntry, NormalizedResult } from '../envelope/model.ts';
 import { applyProfileToData, type Profile, type ProfileConfig } from '../envelope/profiles.ts';
@@ -306,9 +307,10 @@ const V01_ENVELOPE_METHODS = new Set<string>([
   METHODS.warningsCapture,
 ]);
 
-function issueSummary(issues: readonly SchemaIssue[]): { pointer: string; text: string } {
+/** The first issue, its pointer under `prefix` (the member the validated value sits in). */
+function issueSummary(issues: readonly SchemaIssue[], prefix = ''): { pointer: string; text: string } {
   const first = issues[0];
-  const pointer = first?.pointer ?? '';
+  const pointer = `${prefix}${first?.pointer ?? ''}`;
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
   return { pointer, text: `${pointer || '/'} ${first?.message ?? 'does not match'}${more}` };
 }
@@ -646,9 +648,11 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       }
     }
     if (inputMode !== 'off' && tool.inputSchema) {
-      const checked = validatorFor(tool.inputSchema)(call.arguments ?? {});
+      // The accessibility suite's request form carries the tool's input under `input`.
+      const requestInput = a11yRequestInput(call.arguments);
+      const checked = validatorFor(tool.inputSchema)(requestInput ?? call.arguments ?? {});
       if (!checked.valid) {
-        const { pointer, text } = issueSummary(checked.issues);
+        const { pointer, text } = issueSummary(checked.issues, requestInput === undefined ? '' : '/input');
         if (inputMode === 'enforce') return invalidInput(text, pointer, requestId, warnings);
         warnings.push(entry('INVALID_INPUT', `${INVALID_PARAMS}: ${text}`, { pointer }));
       }

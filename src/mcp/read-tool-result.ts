@@ -110,9 +110,16 @@ export interface RetryOptions {
 
 export type RetryRead = ToolResultRead & { attempts: number; result: CallToolResult };
 
-/** When a rate-limited error says the limit resets, in epoch milliseconds. */
+/**
+ * When a rate-limited error says the limit resets, in epoch milliseconds: the
+ * model's rate metadata (which the codecs read from wherever a server put it,
+ * `error.details.rate_limit` and `data.rate_limit` included), else a `reset_at`
+ * in the error's details, flat or under `rate_limit`.
+ */
 function resetAt(read: ToolResultRead): number | undefined {
-  const candidates = [read.meta?.rate_limit?.reset_at, read.ok ? undefined : read.error.details?.reset_at];
+  const details = read.ok ? undefined : read.error.details;
+  const nested = isJsonObject(details?.rate_limit) ? details.rate_limit.reset_at : undefined;
+  const candidates = [read.meta?.rate_limit?.reset_at, details?.reset_at, nested];
   for (const value of candidates) {
     if (typeof value === 'string') {
       const time = Date.parse(value);

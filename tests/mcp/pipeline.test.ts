@@ -468,3 +468,41 @@ describe('createPipeline with values that have no canonical form', () => {
     expect(summaries[0]?.arguments_digest).toBe(digestValue({ id: 'a' }).value);
   });
 });
+
+describe("createPipeline and the accessibility suite's request form", () => {
+  const tool = {
+    name: 'a11y.evidence',
+    inputSchema: { type: 'object', properties: { targets: { type: 'array' } }, required: ['targets'] },
+  };
+  const header = {
+    envelope: 'mcp.envelope_v0_1',
+    request_id: 'req_fixture_evidence_001',
+    tool: 'a11y.evidence',
+  };
+
+  it('validates {mcp, input} by its input, and forwards the arguments unchanged', async () => {
+    const seen: unknown[] = [];
+    const args = { mcp: header, input: { targets: [{ kind: 'file', path: 'index.html' }] } };
+    const result = await createPipeline().callTool({
+      tool,
+      arguments: args,
+      invoke: async (forwarded) => {
+        seen.push(forwarded);
+        return { content: [{ type: 'text', text: '{"bundle":"b1"}' }] };
+      },
+    });
+    expect(result.isError).toBeUndefined();
+    expect(seen).toEqual([args]);
+  });
+
+  it('names the pointer under /input when the input breaks the schema', async () => {
+    const result = await createPipeline().callTool({
+      tool,
+      arguments: { mcp: header, input: { targets: 'nope' } },
+      invoke: async () => ({ content: [] }),
+    });
+    expect(result.structuredContent).toMatchObject({
+      errors: [{ code: 'INVALID_INPUT', details: { pointer: '/input/targets' } }],
+    });
+  });
+});

@@ -50,6 +50,18 @@ interface A11yEnvelope {
 /** The members the suite's envelope defines; others at the top level are a server's own. */
 const OWN_MEMBERS = new Set(['mcp', 'result', 'error']);
 
+/**
+ * The tool input of a call made in the suite's documented request form,
+ * `{mcp: {envelope: "mcp.envelope_v0_1", request_id, tool, client?}, input}`,
+ * which its server accepts beside bare arguments; undefined for any other
+ * arguments. A tool's inputSchema describes `input`, not the request around it.
+ */
+export function a11yRequestInput(args: unknown): Record<string, unknown> | undefined {
+  if (!isJsonObject(args) || !isJsonObject(args.mcp) || !isJsonObject(args.input)) return undefined;
+  if (Object.keys(args).length !== 2 || args.mcp.envelope !== A11Y_ENVELOPE) return undefined;
+  return args.input;
+}
+
 /** A request id matching the suite's strict schema pattern. */
 export function a11yRequestId(): string {
   const bytes = randomBytes(20);
