@@ -553,6 +553,9 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     if (isError) {
       const text = contentText(raw.content);
       const textual = payload.source === 'text' || payload.source === 'empty';
+      // A plain-text error is the tool's message (an SDK server's thrown exception arrives
+      // so), not output: it travels as the error's message, and `result` stays null as the
+      // policy says for failures seen only as a message.
       const failure: ObservedFailure = {
         message: text || `Tool ${tool.name} reported an error`,
         ...(textual ? {} : { partialOutput: payload.value }),
@@ -829,9 +832,10 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         text = (envelope.errors ?? []).map((issue) => `${issue.code}: ${issue.message}`).join('\n');
         value = text;
         reported = reported.filter((loss) => !/^\/(?:ok|error|errors)(?:\/|$)/.test(loss.path));
-        // The tool's partial output travels after the messages.
-        if (envelope.result !== null && envelope.result !== undefined)
-          original ??= textBlock(envelope.result);
+        // The tool's partial output travels after the messages, unless they already say it.
+        const partial = envelope.result;
+        const said = typeof partial === 'string' && text.includes(partial);
+        if (partial !== null && partial !== undefined && !said) original ??= textBlock(partial);
       } else if (dropsData(converted.losses) && envelope.result !== null) {
         original ??= textBlock(envelope.result);
       }

@@ -1,0 +1,46 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { digestValue } from '../../src/canonical/digest.ts';
+import type { ResultDialectId } from '../../src/envelope/dialect.ts';
+import { createPipeline } from '../../src/mcp/index.ts';
+import { toolResultPayload } from '../../src/mcp/tool-result.ts';
+import type { ProvRecord } from '../../src/provenance/index.ts';
+import { answerContains, producedPayload } from '../support/no-loss.ts';
+import { generatedAnswer } from '../support/upstream-answers.ts';
+
+/**
+ * For every upstream answer and every dialect, the client's answer contains the
+ * payload the tool produced, and the provenance record's output artifact is the
+ * digest of that payload.
+ */
+
+const DIALECTS: ResultDialectId[] = ['prov-v0.1', 'scalpel-v1', 'hosted-v2', 'a11y-v0.1', 'legacy'];
+
+describe('no loss over generated upstream answers', () => {
+  for (const dialect of DIALECTS) {
+    it(`${dialect}: the answer holds the payload, and the record digests it`, async () => {
+      const records: ProvRecord[] = [];
+      const pipeline = createPipeline({ dialect, onRecord: (record) => void records.push(record) });
+      await fc.assert(
+        fc.asyncProperty(generatedAnswer, async (answer) => {
+          records.length = 0;
+          const result = await pipeline.callTool({
+            tool: { name: 'replayed' },
+            arguments: {},
+            meta: { capture_provenance: true, capture_artifacts: true },
+            invoke: async () => answer,
+          });
+          const produced = producedPayload(answer);
+          expect(answerContains(result, produced)).toBe(true);
+          if (answer.isError === true) expect(result.isError).toBe(true);
+          const [output] = (records[0] as { outputs: { digest?: { value: string } }[] }).outputs;
+          // A plain-text error is the tool's message, not output (the policy's `result: null`):
+          // the answer holds it as the error's message, and the record digests the null result.
+          const message = answer.isError === true && toolResultPayload(answer).source === 'text';
+          expect(output?.digest?.value).toBe(digestValue(message ? null : (produced ?? null)).value);
+        }),
+        { numRuns: 150 },
+      );
+    });
+  }
+});
