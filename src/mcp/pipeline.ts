@@ -5,6 +5,7 @@ import { canonicalize } from '../canonical/canonicalize.ts';
 import { digestValue } from '../canonical/digest.ts';
 import { isJsonObject, MAX_NESTING_DEPTH, pathBeyondDepth } from '../canonical/json-value.ts';
 import {
+  ADAPTER_EXECUTION_FAILED,
   ENVELOPE_NEAR_MISS,
   type ObservedFailure,
   toolReportedErrors,
@@ -237,6 +238,24 @@ function sameJsonText(raw: ToolResultLike, value: unknown): string | undefined {
   if (typeof block.text !== 'string') return undefined;
   const parsed = parseJsonText(block.text);
   return parsed && isDeepStrictEqual(parsed.value, value) ? block.text : undefined;
+}
+
+/**
+ * The model of an envelope whose result the tool marked `isError` although the
+ * envelope says ok: converted, it says failed too (as readToolResult reads it),
+ * with the payload kept.
+ */
+function markedFailed(model: NormalizedResult, failed: boolean): NormalizedResult {
+  if (!failed || !model.ok) return model;
+  return {
+    ...model,
+    ok: false,
+    error: {
+      code: ADAPTER_EXECUTION_FAILED,
+      message: 'The tool marked its result as an error',
+      retriable: false,
+    },
+  };
 }
 
 /** A payload as one text block, as a tool would have written it. */
@@ -514,7 +533,10 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       }
       return done({
         foreign: detection.value,
-        convertFrom: { dialect: detection.dialect as ResultDialectId, model: detection.model },
+        convertFrom: {
+          dialect: detection.dialect as ResultDialectId,
+          model: markedFailed(detection.model, failed),
+        },
         action: 'converted',
         ...common,
         result: data,

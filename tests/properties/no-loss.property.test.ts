@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { digestValue } from '../../src/canonical/digest.ts';
 import type { ResultDialectId } from '../../src/envelope/dialect.ts';
-import { createPipeline } from '../../src/mcp/index.ts';
+import { createPipeline, readToolResult } from '../../src/mcp/index.ts';
 import { toolResultPayload } from '../../src/mcp/tool-result.ts';
 import type { ProvRecord } from '../../src/provenance/index.ts';
 import { answerContains, producedPayload } from '../support/no-loss.ts';
@@ -43,4 +43,21 @@ describe('no loss over generated upstream answers', () => {
       );
     });
   }
+});
+
+describe('an envelope that says ok in a result marked isError', () => {
+  it('is converted as a failure, its payload kept', async () => {
+    const envelope = { schema_version: 'mcp.envelope.v0.1', result: { partial: [1, 2] } };
+    for (const dialect of ['hosted-v2', 'scalpel-v1', 'a11y-v0.1'] as const) {
+      const result = await createPipeline({ dialect }).callTool({
+        tool: { name: 'flagged' },
+        arguments: {},
+        invoke: async () => ({ content: [], structuredContent: envelope, isError: true }),
+      });
+      expect(result.isError, dialect).toBe(true);
+      const read = readToolResult(result);
+      expect(read, dialect).toMatchObject({ ok: false, error: { code: 'ADAPTER.EXECUTION.FAILED' } });
+      expect(answerContains(result, envelope.result), dialect).toBe(true);
+    }
+  });
 });
