@@ -6,7 +6,11 @@
  * 2. Bytes (and estimated tokens) saved per response profile on realistic
  *    results. Token estimator: ceil(UTF-8 bytes / 4), the usual rule of thumb
  *    for JSON under byte-pair tokenizers; no tokenizer is loaded.
+ * 3. parseJsonLossless (numbers kept as written) and parseJson (strict) against
+ *    JSON.parse on a 1 KB result, without and with numbers a double would
+ *    alter, as a ratio.
  */
+import { parseJson, parseJsonLossless } from '../src/canonical/json-text.ts';
 import { detectDialect } from '../src/envelope/detect.ts';
 import type { NormalizedResult, ResultDialectId } from '../src/envelope/index.ts';
 import { codecFor } from '../src/envelope/index.ts';
@@ -153,4 +157,31 @@ for (const { name, model: result, config } of realistic) {
       `${name.padEnd(31)} ${profile.padEnd(8)} ${String(bytes).padStart(7)} ${String(Math.ceil(bytes / 4)).padStart(7)}  ${saved} B / ~${Math.ceil(saved / 4)} tokens (${((saved / debugBytes) * 100).toFixed(1)}%)`,
     );
   }
+}
+
+/** The 1 KB payload as text; the second one with ids, scores and sizes a double would alter. */
+const plainText = JSON.stringify(payload1k);
+const bigText = plainText
+  .replace(/"line":\d+/g, '"line":12345678901234567890')
+  .replace(/"files":12/g, '"files":12.0')
+  .replace('"lines":5400', '"lines":5.4e3');
+if (JSON.stringify(parseJsonLossless(bigText).lossless) !== bigText)
+  throw new Error('lossless parse altered the text');
+const fast = parseJsonLossless(plainText);
+if (fast.lossless !== fast.value) throw new Error('the fast path was not taken');
+
+console.log('\nlossless parse of a 1 KB result vs JSON.parse of the same text');
+console.log(
+  'text                          bytes  JSON.parse µs  parseJson µs  ratio  parseJsonLossless µs  ratio',
+);
+for (const [name, text] of [
+  ['no number to keep', plainText],
+  ['big lines, 12.0, 5.4e3 kept', bigText],
+] as const) {
+  const peer = measure(() => JSON.parse(text));
+  const strict = measure(() => parseJson(text));
+  const lossless = measure(() => parseJsonLossless(text));
+  console.log(
+    `${name.padEnd(29)} ${String(Buffer.byteLength(text)).padStart(5)} ${(peer / 1000).toFixed(2).padStart(14)} ${(strict / 1000).toFixed(2).padStart(13)} ${(strict / peer).toFixed(2).padStart(5)}x ${(lossless / 1000).toFixed(2).padStart(21)} ${(lossless / peer).toFixed(2).padStart(5)}x`,
+  );
 }

@@ -1,6 +1,14 @@
 import { EnvelopeError } from '../errors/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
-import { type JsonValue, MAX_NESTING_DEPTH, setMember } from './json-value.ts';
+import {
+  isRawNumber,
+  type JsonValue,
+  MAX_NESTING_DEPTH,
+  nativeJson,
+  type RawNumber,
+  rawNumberValue,
+  setMember,
+} from './json-value.ts';
 
 /**
  * RFC 8785 (JSON Canonicalization Scheme).
@@ -15,6 +23,16 @@ import { type JsonValue, MAX_NESTING_DEPTH, setMember } from './json-value.ts';
  * V8 enumerates integer-like keys ("0", "10") before all others, whatever the
  * insertion order; objects with a key starting with a digit are therefore
  * serialized by the explicit fallback, which orders by UTF-16 code units.
+ *
+ * Numbers: RFC 8785 is defined on I-JSON, whose numbers are IEEE 754 doubles,
+ * and writes each as ECMAScript's Number::toString does. A number kept as
+ * written (a RawNumber from parseJsonLossless: `12345678901234567890`, `1.0`)
+ * is canonicalized as the double it denotes, `Number(text)`: 12345678901234567000
+ * and 1, exactly as if it had been parsed plainly, so a digest never depends on
+ * how the value was read. A number beyond double precision therefore digests
+ * as its nearest double (two integers that round alike digest alike); one
+ * beyond double range (`1e400`) is refused with JSON_NON_FINITE_NUMBER, like
+ * Infinity.
  */
 
 class NeedsExplicitOrder {}
@@ -60,7 +78,7 @@ function reorder(value: unknown, depth: number): unknown {
       return value;
     case 'object': {
       if (value === null) return value;
-      if (depth >= MAX_NESTING_DEPTH) throw PROBLEM;
+      if (depth >= MAX_NESTING_DEPTH && !nativeJson.isRawJSON(value)) throw PROBLEM;
       if (Array.isArray(value)) {
         const n = value.length;
         let out: unknown[] | null = null;
@@ -73,7 +91,11 @@ function reorder(value: unknown, depth: number): unknown {
         }
         return out ?? value;
       }
-      if (!isPlainObject(value)) throw PROBLEM;
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype) {
+        if (proto !== null) throw PROBLEM;
+        if (nativeJson.isRawJSON(value)) return finiteRawNumber(value as RawNumber);
+      }
       const object = value as Record<string, unknown>;
       const keys = Object.keys(object);
       const n = keys.length;
@@ -118,6 +140,13 @@ function reorder(value: unknown, depth: number): unknown {
 class Problem {}
 const PROBLEM = new Problem();
 
+/** The double a raw number denotes, which its canonical form writes; refused beyond double range. */
+function finiteRawNumber(value: RawNumber): number {
+  const number = rawNumberValue(value);
+  if (!Number.isFinite(number)) throw PROBLEM;
+  return number;
+}
+
 /** The explicit serializer: used for objects with digit-leading keys. */
 function serializeExplicit(value: unknown, depth: number): string {
   switch (typeof value) {
@@ -130,6 +159,7 @@ function serializeExplicit(value: unknown, depth: number): string {
       return JSON.stringify(value);
     case 'object': {
       if (value === null) return 'null';
+      if (isRawNumber(value)) return JSON.stringify(finiteRawNumber(value));
       if (depth >= MAX_NESTING_DEPTH) throw PROBLEM;
       if (Array.isArray(value)) {
         let out = '[';
@@ -208,6 +238,15 @@ function locateProblem(value: unknown): EnvelopeError {
           : undefined;
       case 'object': {
         if (current === null) return undefined;
+        if (isRawNumber(current)) {
+          return Number.isFinite(rawNumberValue(current))
+            ? undefined
+            : new EnvelopeError(
+                'JSON_NON_FINITE_NUMBER',
+                `Number at ${at() || '/'} (${current.rawJSON}) is outside the range of an IEEE 754 double`,
+                { pointer: at() },
+              );
+        }
         if (depth >= MAX_NESTING_DEPTH) {
           return new EnvelopeError(
             'JSON_TOO_DEEP',

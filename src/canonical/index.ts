@@ -13,14 +13,26 @@ export {
   isDigestAlg,
   type StreamDigest,
 } from './digest.ts';
-export { decodeUtf8, type ParseJsonOptions, parseJson, parseJsonBytes } from './json-text.ts';
+export {
+  decodeUtf8,
+  type LosslessJson,
+  type LosslessJsonValue,
+  type ParseJsonOptions,
+  parseJson,
+  parseJsonBytes,
+  parseJsonLossless,
+} from './json-text.ts';
 export {
   hasOwn,
   isJsonObject,
+  isRawNumber,
   type JsonObject,
   type JsonPrimitive,
   type JsonValue,
   MAX_NESTING_DEPTH,
   pathBeyondDepth,
+  plainJson,
+  type RawNumber,
+  rawNumberValue,
   setMember,
 } from './json-value.ts';

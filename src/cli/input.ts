@@ -1,6 +1,6 @@
 import { open, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { decodeUtf8, parseJson, parseJsonBytes } from '../canonical/json-text.ts';
+import { decodeUtf8, parseJsonBytes, parseJsonLossless } from '../canonical/json-text.ts';
 import type { JsonValue } from '../canonical/json-value.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import type { CliIo } from './output.ts';
@@ -78,6 +78,18 @@ export async function readJsonInput(path: string | undefined, io: CliIo): Promis
   }
 }
 
+/** A tool result as read: see readResultInput. */
+export interface ResultInput {
+  /** The JSON value (plain numbers), or the text when it is not JSON or read as text. */
+  value: unknown;
+  /** Whether `value` was parsed from JSON. */
+  json: boolean;
+  /** The text as read (without a byte order mark). */
+  text: string;
+  /** For JSON, `value` with its numbers as written (parseJsonLossless); else `value`. */
+  lossless: unknown;
+}
+
 /**
  * A tool result as read from a file: its JSON value, or (for bytes that are not
  * JSON, or with `asText`) the text itself, which is a legacy text payload.
@@ -86,7 +98,7 @@ export async function readResultInput(
   path: string | undefined,
   io: CliIo,
   options: { asText?: boolean } = {},
-): Promise<{ value: unknown; json: boolean }> {
+): Promise<ResultInput> {
   const bytes = await readInputBytes(path, io);
   let text: string;
   try {
@@ -97,11 +109,12 @@ export async function readResultInput(
     }
     throw error;
   }
-  if (options.asText) return { value: text, json: false };
+  if (options.asText) return { value: text, json: false, text, lossless: text };
   try {
-    return { value: parseJson(text), json: true };
+    const { value, lossless } = parseJsonLossless(text);
+    return { value, json: true, text, lossless };
   } catch (error) {
-    if (error instanceof EnvelopeError) return { value: text, json: false };
+    if (error instanceof EnvelopeError) return { value: text, json: false, text, lossless: text };
     throw error;
   }
 }

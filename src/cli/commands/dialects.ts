@@ -1,3 +1,4 @@
+import { plainJson } from '../../canonical/json-value.ts';
 import { convert, normalize } from '../../envelope/convert.ts';
 import { detectDialect } from '../../envelope/detect.ts';
 import { DIALECT_IDS, type DialectId, type Loss } from '../../envelope/dialect.ts';
@@ -100,7 +101,7 @@ export const registerNormalize: Registrar = (program, invocation) => {
         ) => {
           const { profile, config } = await profileFrom(options, io);
           const input = await readResultInput(file, io, { asText: options.text === true });
-          const { from, model } = normalize(input.value);
+          const { from, model } = normalize(input.value, { lossless: input.lossless });
           const { decodedFrom: _from, ...shown } = applyProfile(model, profile, config);
           const output = { from, model: shown };
           return { exitCode: EXIT.ok, raw: `${JSON.stringify(output, null, 2)}\n`, json: output };
@@ -141,20 +142,27 @@ export const registerConvert: Registrar = (program, invocation) => {
         const to = dialectOption(options.to, '--to');
         const { profile, config } = await profileFrom(options, io);
         const input = await readResultInput(file, io, { asText: options.text === true });
+        // The payload's numbers go out as written: `lossless` is `value` with them kept.
         let value = input.value;
+        let lossless = input.lossless;
         if (profile !== 'debug') {
           // Trimming re-encodes in the source dialect first, so the conversion sees the trimmed payload.
-          const { from, model } = normalize(value);
-          value = codecFor(from).encode(applyProfile(model, profile, config)).value;
+          const { from, model } = normalize(value, { lossless });
+          lossless = codecFor(from).encode(applyProfile(model, profile, config)).value;
+          value = plainJson(lossless);
         }
         const result = convert(value, to, {
+          lossless,
           ...(options.strict ? { strict: true } : {}),
           ...(options.tool !== undefined ? { tool: options.tool } : {}),
           ...(options.requestId !== undefined ? { requestId: options.requestId } : {}),
         });
         if (!global.json && result.losses.length > 0) io.stderr(lossLines(result.losses));
-        const raw =
-          typeof result.value === 'string' && result.from === to
+        // Already in the target dialect and untrimmed: the input's own text, unchanged.
+        const unchanged = result.from === to && profile === 'debug';
+        const raw = unchanged
+          ? input.text
+          : typeof result.value === 'string' && result.from === to
             ? result.value
             : `${JSON.stringify(result.value)}\n`;
         return {

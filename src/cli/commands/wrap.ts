@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { basename } from 'node:path';
-import { decodeUtf8, parseJson } from '../../canonical/json-text.ts';
+import { decodeUtf8, parseJsonLossless } from '../../canonical/json-text.ts';
 import type { JsonValue } from '../../canonical/json-value.ts';
 import {
   ADAPTER_STDERR_OUTPUT,
@@ -114,14 +114,34 @@ function runCommand(
   });
 }
 
+/** A payload as parsed: `value` for logic, `lossless` (numbers as written) for output. */
+interface Parsed {
+  value: unknown;
+  lossless: unknown;
+}
+
 /** A tool's stdout: its JSON value when it is JSON, else the text unchanged. */
-function stdoutPayload(text: string): unknown {
-  if (text.trim() === '') return text;
+function stdoutPayload(text: string): Parsed {
+  if (text.trim() === '') return { value: text, lossless: text };
   try {
-    return parseJson(text);
+    return parseJsonLossless(text);
   } catch {
-    return text;
+    return { value: text, lossless: text };
   }
+}
+
+/**
+ * The envelope as written out: its result is the payload with its numbers as
+ * the input wrote them, when it is the payload as parsed. Everything before
+ * (policy, provenance digests) reads the plain value; the digests are the same
+ * either way (RFC 8785 reads a number as its double).
+ */
+function withPayloadAsWritten(envelope: EnvelopeV01, payload: Parsed): EnvelopeV01 {
+  if (payload.lossless === payload.value) return envelope;
+  // A tool's own failure envelope, passed on as it is.
+  if (envelope === payload.value) return payload.lossless as EnvelopeV01;
+  if (envelope.result !== payload.value) return envelope;
+  return { ...envelope, result: payload.lossless as JsonValue };
 }
 
 function controlsFrom(options: WrapCliOptions): CallControls {
@@ -187,9 +207,12 @@ export const registerWrap: Registrar = (program, invocation) => {
           ...(options.toolName !== undefined ? { tool: options.toolName } : {}),
           ...(options.requestId !== undefined ? { requestId: options.requestId } : {}),
         };
-        /** The output in the chosen dialect: prov-v0.1 as built, others converted with their losses noted. */
-        const inDialect = (envelope: unknown, exitCode: number) => {
-          const result = convert(envelope, dialect, context);
+        /**
+         * The output in the chosen dialect: prov-v0.1 as built, others converted with their losses noted.
+         * `lossless` is `envelope` with the payload's numbers as written, which the output carries.
+         */
+        const inDialect = (envelope: unknown, lossless: unknown, exitCode: number) => {
+          const result = convert(envelope, dialect, { ...context, lossless });
           if (result.losses.length > 0) io.stderr(lossLines(result.losses));
           return { exitCode, raw: `${JSON.stringify(result.value)}\n`, json: result.value };
         };
@@ -200,6 +223,7 @@ export const registerWrap: Registrar = (program, invocation) => {
 
         let outcome: { envelope: EnvelopeV01; action: 'wrapped' | 'passed-through'; text?: string };
         let inputArtifact: InputArtifact;
+        let parsed: Parsed;
         let toolName = options.toolName;
         if (options.exec) {
           const [command, ...args] = input;
@@ -226,7 +250,8 @@ export const registerWrap: Registrar = (program, invocation) => {
             });
           }
           const failed = run.spawnError !== undefined || run.timedOut || run.exitCode !== 0;
-          const payload = stdoutPayload(run.stdout);
+          parsed = stdoutPayload(run.stdout);
+          const payload = parsed.value;
           if (failed) {
             const toolErrors = toolReportedErrors(payload);
             const envelope = wrapFailure(
@@ -269,6 +294,7 @@ export const registerWrap: Registrar = (program, invocation) => {
           let payload: unknown;
           if (options.text) {
             payload = decodeUtf8(bytes);
+            parsed = { value: payload, lossless: payload };
             inputArtifact = {
               id: 'input',
               mediaType: 'text/plain',
@@ -278,7 +304,8 @@ export const registerWrap: Registrar = (program, invocation) => {
           } else {
             const text = decodeUtf8(bytes);
             try {
-              payload = parseJson(text);
+              parsed = parseJsonLossless(text);
+              payload = parsed.value;
             } catch (error) {
               if (error instanceof EnvelopeError) {
                 throw new EnvelopeError(
@@ -302,12 +329,12 @@ export const registerWrap: Registrar = (program, invocation) => {
             const from = requireDialect(report);
             if (from === dialect && from !== 'legacy' && from !== 'prov-v0.1') {
               // Already in the target dialect: unchanged, byte for byte.
-              return { exitCode: EXIT.ok, raw: decodeUtf8(bytes), json: report.value };
+              return { exitCode: EXIT.ok, raw: decodeUtf8(bytes), json: parsed.lossless };
             }
             if (dialect !== 'prov-v0.1' || (from !== 'legacy' && from !== 'prov-v0.1')) {
               if (controls.captureProvenance)
                 io.stderr('note: provenance not attached: only a prov-v0.1 wrap attaches a record\n');
-              return inDialect(payload, EXIT.ok);
+              return inDialect(payload, parsed.lossless, EXIT.ok);
             }
           } else if (dialect !== 'prov-v0.1') {
             // --text: the text is the payload as it stands, even if it reads as JSON.
@@ -353,12 +380,14 @@ export const registerWrap: Registrar = (program, invocation) => {
         }
         if (note) io.stderr(`note: ${note}\n`);
         const hasErrors = (envelope.errors?.length ?? 0) > 0;
+        const written = withPayloadAsWritten(envelope, parsed);
         const raw =
           outcome.action === 'passed-through' && outcome.text !== undefined
             ? outcome.text
-            : `${JSON.stringify(envelope)}\n`;
-        if (dialect !== 'prov-v0.1') return inDialect(envelope, hasErrors ? EXIT.checkFailed : EXIT.ok);
-        return { exitCode: hasErrors ? EXIT.checkFailed : EXIT.ok, raw, json: envelope };
+            : `${JSON.stringify(written)}\n`;
+        if (dialect !== 'prov-v0.1')
+          return inDialect(envelope, written, hasErrors ? EXIT.checkFailed : EXIT.ok);
+        return { exitCode: hasErrors ? EXIT.checkFailed : EXIT.ok, raw, json: written };
       }),
     );
 };
