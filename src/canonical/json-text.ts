@@ -88,12 +88,14 @@ function scanShape(text: string, depthLimit: number, numbers = false): TextShape
     const c = text.charCodeAt(i);
     if (c === 34 /* " */) {
       let end = text.indexOf('"', i + 1);
-      for (;;) {
+      while (end >= 0) {
         let backslashes = 0;
         for (let j = end - 1; text.charCodeAt(j) === 92; j--) backslashes++;
         if (backslashes % 2 === 0) break;
         end = text.indexOf('"', end + 1);
       }
+      // An unterminated string: the rest of the text is inside it (and is no JSON).
+      if (end < 0) break;
       i = end;
     } else if (c === 58 /* : */) {
       members++;

@@ -496,6 +496,8 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     // The record's output artifact is what the tool produced: the payload an envelope
     // carries, else the payload itself wherever it travels.
     const done = (built: Built, result: unknown = built.result): Built => ({ ...built, source, result });
+    // What is sent on carries the payload's numbers as the tool wrote them; decisions read `value`.
+    const exact = structured ? (payload.lossless ?? payload.value) : payload.value;
 
     const problem = outputProblem(tool, raw, payload);
     if (problem && outputMode === 'enforce') {
@@ -504,7 +506,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       const nests = envelopes.length > 0;
       const failure: ObservedFailure = {
         toolErrors: [{ ...problem, details: { ...problem.details, tool_ran: true } }],
-        ...(nests || payload.value === null ? {} : { partialOutput: payload.value }),
+        ...(nests || payload.value === null ? {} : { partialOutput: exact }),
       };
       const built = ownBuilt(
         wrapFailure(failure, wrapOptions(requestId, warnings)),
@@ -524,18 +526,24 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       const text = payload.source === 'json-text' ? payload.text : sameJsonText(raw, detection.value);
       const common = { isError: failed, outcome, errorCode, ...(text === undefined ? {} : { text }) };
       if (detection.dialect === 'prov-v0.1' && dialect === 'prov-v0.1') {
-        const envelope = detection.value as unknown as EnvelopeV01;
+        const envelope = exact as EnvelopeV01;
         return done({ ...ownBuilt(envelope, outcome, 'passed-through'), ...common });
       }
-      const data = detection.model.data;
+      const codec = codecFor(detection.dialect);
+      const model = { ...detection.model };
+      // The decoded payload is the plain value's; the exact one is the same member of `exact`.
+      if (exact !== payload.value && model.data === codec.payloadOf(payload.value))
+        model.data = codec.payloadOf(exact);
+      const data = model.data;
       if (detection.dialect === dialect || dialect === 'legacy') {
-        return done({ foreign: detection.value, action: 'passed-through', ...common, result: data });
+        const foreign = exact as Record<string, unknown>;
+        return done({ foreign, action: 'passed-through', ...common, result: data });
       }
       return done({
         foreign: detection.value,
         convertFrom: {
           dialect: detection.dialect as ResultDialectId,
-          model: markedFailed(detection.model, failed),
+          model: markedFailed(model, failed),
         },
         action: 'converted',
         ...common,
@@ -580,7 +588,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       // policy says for failures seen only as a message.
       const failure: ObservedFailure = {
         message: text || `Tool ${tool.name} reported an error`,
-        ...(textual ? {} : { partialOutput: payload.value }),
+        ...(textual ? {} : { partialOutput: exact }),
       };
       const own = textual ? undefined : toolReportedErrors(payload.value);
       if (own) failure.toolErrors = own;
@@ -588,7 +596,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     }
     const data =
       profile === 'debug'
-        ? payload.value
+        ? exact
         : applyProfileToData(payload.value, profile, options.profileConfig, tool.name);
     return done(ownBuilt(wrapLegacy(data, wrapOptions(requestId, warnings)), 'ok', 'wrapped'));
   }

@@ -1,5 +1,6 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { parseJson } from '../canonical/json-text.ts';
+import { parseJson, parseJsonLossless } from '../canonical/json-text.ts';
 import { isJsonObject } from '../canonical/json-value.ts';
 import { EnvelopeError } from '../errors/index.ts';
 
@@ -65,13 +66,18 @@ export function valueToToolResult(value: unknown, options: EnvelopeToToolResultO
  * - `structured`: `structuredContent`;
  * - `json-text`: a single text block holding JSON (parsed strictly; the text is kept too,
  *   so nothing the parse normalises, such as number spelling, is lost);
+ *
+ * `lossless`, when present, is `value` with its numbers as the text wrote them
+ * (parseJsonLossless): for `json-text` the text's own, for `structured` those of a
+ * single text block that renders the same JSON (servers send both). Decisions are
+ * made on `value`; what is sent on carries `lossless`.
  * - `text`: a single text block that is not JSON (or not strict JSON);
  * - `content`: anything else (several blocks, images, resources), as the content array itself;
  * - `empty`: no structured content and an empty content array.
  */
 export type ToolResultPayload =
-  | { source: 'structured'; value: unknown }
-  | { source: 'json-text'; value: unknown; text: string }
+  | { source: 'structured'; value: unknown; lossless?: unknown }
+  | { source: 'json-text'; value: unknown; text: string; lossless?: unknown }
   | { source: 'text'; value: string; text: string }
   | { source: 'content'; value: unknown[] }
   | { source: 'empty'; value: null };
@@ -107,16 +113,37 @@ function singleText(content: unknown): string | undefined {
     : undefined;
 }
 
+/**
+ * Text that is strict JSON, parsed once, with `lossless` (its numbers as written)
+ * only when some number would not round-trip; undefined for anything else.
+ */
+function parseTextLossless(text: string): { value: unknown; lossless?: unknown } | undefined {
+  if (!looksLikeJson(text)) return undefined;
+  try {
+    const parsed = parseJsonLossless(text);
+    return parsed.lossless === parsed.value ? { value: parsed.value } : parsed;
+  } catch (error) {
+    if (error instanceof EnvelopeError) return undefined;
+    throw error;
+  }
+}
+
 /** The payload of a CallToolResult, without losing anything. */
 export function toolResultPayload(result: ToolResultLike): ToolResultPayload {
-  if (result.structuredContent !== undefined)
-    return { source: 'structured', value: result.structuredContent };
   const text = singleText(result.content);
+  if (result.structuredContent !== undefined) {
+    // Servers send the same JSON as text too: its numbers are the ones the tool wrote.
+    const twin = text === undefined ? undefined : parseTextLossless(text);
+    return twin?.lossless !== undefined && isDeepStrictEqual(twin.value, result.structuredContent)
+      ? { source: 'structured', value: result.structuredContent, lossless: twin.lossless }
+      : { source: 'structured', value: result.structuredContent };
+  }
   if (text !== undefined) {
-    const parsed = parseJsonText(text);
-    return parsed
+    const parsed = parseTextLossless(text);
+    if (!parsed) return { source: 'text', value: text, text };
+    return parsed.lossless === undefined
       ? { source: 'json-text', value: parsed.value, text }
-      : { source: 'text', value: text, text };
+      : { source: 'json-text', value: parsed.value, text, lossless: parsed.lossless };
   }
   const content = Array.isArray(result.content) ? result.content : [];
   return content.length === 0 ? { source: 'empty', value: null } : { source: 'content', value: content };

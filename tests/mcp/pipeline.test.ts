@@ -196,7 +196,8 @@ describe('createPipeline', () => {
     const result = await pipeline.callTool(call(text(envelopeText), { meta: { capture_provenance: true } }));
     expect(result.content).toEqual([{ type: 'text', text: envelopeText }]);
     expect(result.isError).toBe(true);
-    expect(result.structuredContent).toEqual(JSON.parse(envelopeText));
+    // Structured too, it is written as the tool wrote it (`1.0` stays `1.0`).
+    expect(JSON.stringify(result.structuredContent)).toBe(envelopeText);
     expect(result._meta?.['mcp-envelope/provenance']).toEqual(records[0]);
     expect(records[0]?.methods).toContain('adapter.pass_through.envelope_v0_1');
   });
@@ -216,11 +217,9 @@ describe('createPipeline', () => {
   });
 
   it('reads back payloads without loss', () => {
-    expect(toolResultPayload({ content: [{ type: 'text', text: '{"n": 1e2}' }] })).toEqual({
-      source: 'json-text',
-      value: { n: 100 },
-      text: '{"n": 1e2}',
-    });
+    const spelled = toolResultPayload({ content: [{ type: 'text', text: '{"n": 1e2}' }] });
+    expect(spelled).toMatchObject({ source: 'json-text', value: { n: 100 }, text: '{"n": 1e2}' });
+    expect(JSON.stringify((spelled as { lossless: unknown }).lossless)).toBe('{"n":1e2}');
     expect(toolResultPayload({ content: [{ type: 'text', text: '{"a":1,"a":2}' }] })).toMatchObject({
       source: 'text',
     });
@@ -504,5 +503,32 @@ describe("createPipeline and the accessibility suite's request form", () => {
     expect(result.structuredContent).toMatchObject({
       errors: [{ code: 'INVALID_INPUT', details: { pointer: '/input/targets' } }],
     });
+  });
+});
+
+describe('createPipeline keeps payload numbers as the tool wrote them', () => {
+  const big = '{"id":12345678901234567890,"ratio":1.0,"n":5.4e3}';
+
+  it('in a wrapped legacy payload, and in its record digest as RFC 8785 reads it', async () => {
+    const records: ProvRecord[] = [];
+    const pipeline = createPipeline({ onRecord: (record) => void records.push(record) });
+    const result = await pipeline.callTool(
+      call(text(big), { meta: { capture_provenance: true, capture_artifacts: true } }),
+    );
+    const sent = (result.content[0] as { text: string }).text;
+    expect(sent).toContain('"result":{"id":12345678901234567890,"ratio":1.0,"n":5.4e3}');
+    expect(JSON.stringify(result.structuredContent)).toContain('12345678901234567890');
+    const output = (records[0] as unknown as { outputs: { digest: { value: string } }[] }).outputs[0];
+    expect(output?.digest.value).toBe(digestValue(JSON.parse(big)).value);
+  });
+
+  it('in an envelope converted from another dialect, and one sent structured with its text', async () => {
+    const hosted = `{"ok":true,"tool":"t","schema_version":"2026-05-06","data":${big}}`;
+    const converted = await createPipeline().callTool(call(text(hosted)));
+    expect(JSON.stringify(converted.structuredContent)).toContain(`"result":${big}`);
+    const both = await createPipeline({ dialect: 'hosted-v2' }).callTool(
+      call(async () => ({ content: [{ type: 'text', text: big }], structuredContent: JSON.parse(big) })),
+    );
+    expect(JSON.stringify(both.structuredContent)).toContain(`"data":${big}`);
   });
 });

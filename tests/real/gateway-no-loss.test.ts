@@ -108,14 +108,28 @@ describe.each(MODES)('the gateway in %s mode', (mode) => {
     }
   });
 
+  it('sends payload numbers as the tool wrote them', async () => {
+    const big = '{"id":12345678901234567890,"ratio":1.0}';
+    const answer = await overHttp.callTool({
+      name: 'replay',
+      arguments: { result: { content: [{ type: 'text', text: big }] } },
+    });
+    // The SDK client parses numbers as doubles; the text it was given shows what was sent.
+    expect((answer.content as { text: string }[])[0]?.text).toContain(big);
+  });
+
   it('delivers generated answers (envelopes, near misses, legacy payloads, errors) with their payload', async () => {
     await fc.assert(
       fc.asyncProperty(generatedAnswer, async (answer) => {
-        const result = await overHttp.callTool({ name: 'replay', arguments: { result: answer } });
+        // A bounded wait per call: an answer the gateway never sent fails with its counterexample.
+        const result = await overHttp.callTool(
+          { name: 'replay', arguments: { result: answer } },
+          { timeout: 10_000 },
+        );
         expect(answerContains(result, producedPayload(answer))).toBe(true);
         if (answer.isError === true) expect(result.isError).toBe(true);
       }),
       { numRuns: 40 },
     );
-  });
+  }, 120_000);
 });

@@ -262,3 +262,15 @@ describe('convert and normalize keep payload numbers', () => {
     expect(convert(pretty, 'hosted-v2').value).toBe(pretty);
   });
 });
+
+describe('mayHaveInexactNumbers on text that is not JSON', () => {
+  it('answers for an unterminated string, and for any text, instead of scanning forever', () => {
+    expect(mayHaveInexactNumbers('rJ7AYdEM"g')).toBe(false);
+    fc.assert(
+      fc.property(fc.string({ maxLength: 40 }), (text) => {
+        expect(typeof mayHaveInexactNumbers(text)).toBe('boolean');
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
