@@ -9,6 +9,7 @@ import {
   defaultRetriable,
   detectByBranch,
   encodeErrorCode,
+  extraMembers,
   fromText,
   isJsonObject,
   LossReport,
@@ -96,8 +97,8 @@ function decode(value: unknown): NormalizedResult {
   };
   if (header.client !== undefined)
     (model.meta as NonNullable<NormalizedResult['meta']>).client = header.client;
-  const extensions = Object.entries(envelope).filter(([key]) => !OWN_MEMBERS.has(key));
-  if (extensions.length > 0) model.extensions = Object.fromEntries(extensions);
+  const extensions = extraMembers(envelope, OWN_MEMBERS);
+  if (extensions) model.extensions = extensions;
   if (envelope.error !== undefined) {
     const { code: spelled, message, ...rest } = envelope.error;
     const { code, native } = decodeErrorCode(spelled, 'a11y-v0.1');

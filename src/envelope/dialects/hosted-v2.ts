@@ -7,6 +7,7 @@ import {
   decodeErrorCode,
   detectByBranch,
   encodeErrorCode,
+  extraMembers,
   fromText,
   isJsonObject,
   LossReport,
@@ -116,11 +117,6 @@ export function hostedRateLimit(envelope: Record<string, unknown>): RateLimitInf
   return undefined;
 }
 
-function extensionsOf(envelope: Record<string, unknown>): Record<string, unknown> | undefined {
-  const extra = Object.entries(envelope).filter(([key]) => !OWN_MEMBERS.has(key));
-  return extra.length > 0 ? Object.fromEntries(extra) : undefined;
-}
-
 function decode(value: unknown): NormalizedResult {
   const candidate = fromText(value);
   assertDetected(detect(candidate));
@@ -133,7 +129,7 @@ function decode(value: unknown): NormalizedResult {
     version: envelope.schema_version,
     decodedFrom: 'hosted-v2',
   };
-  const extensions = extensionsOf(envelope);
+  const extensions = extraMembers(envelope, OWN_MEMBERS);
   if (extensions) model.extensions = extensions;
   const rateLimit = hostedRateLimit(envelope);
   if (rateLimit !== undefined) model.meta = { rate_limit: rateLimit };

@@ -9,6 +9,7 @@ import {
   defaultRetriable,
   detectBySchema,
   encodeErrorCode,
+  extraMembers,
   fromText,
   isJsonObject,
   LossReport,
@@ -124,8 +125,8 @@ function decode(value: unknown): NormalizedResult {
   if (Object.keys(meta).length > 0) model.meta = meta;
   if (envelope.warnings !== undefined)
     model.warnings = envelope.warnings.map((message) => ({ code: SCALPEL_WARNING, message }));
-  const extensions = Object.entries(envelope).filter(([key]) => !OWN_MEMBERS.has(key));
-  if (extensions.length > 0) model.extensions = Object.fromEntries(extensions);
+  const extensions = extraMembers(envelope, OWN_MEMBERS);
+  if (extensions) model.extensions = extensions;
   if (envelope.error !== null) {
     const { code, native } = decodeErrorCode(envelope.error.error_code, 'scalpel-v1');
     const error: NormalizedError = { code, message: envelope.error.error, retriable: defaultRetriable(code) };

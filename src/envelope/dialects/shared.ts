@@ -138,6 +138,23 @@ export class LossReport {
   }
 }
 
+/**
+ * The members of `value` beyond a dialect's own (what a server added), or
+ * undefined when there are none; allocates only when there are some.
+ */
+export function extraMembers(
+  value: Record<string, unknown>,
+  own: ReadonlySet<string>,
+): Record<string, unknown> | undefined {
+  let extra: Record<string, unknown> | undefined;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key) || own.has(key)) continue;
+    extra ??= {};
+    extra[key] = value[key];
+  }
+  return extra;
+}
+
 /** Top-level members another dialect's server added, which a closed dialect cannot carry. */
 export function reportExtensions(model: NormalizedResult, losses: LossReport, reason: string): void {
   for (const key of Object.keys(model.extensions ?? {})) losses.add(`/extensions/${key}`, reason);
