@@ -12,16 +12,7 @@ import {
 import { mayHaveInexactNumbers } from '../../../src/canonical/json-text.ts';
 import { isJsonObject, MAX_NESTING_DEPTH } from '../../../src/canonical/json-value.ts';
 import { convert, normalize } from '../../../src/envelope/convert.ts';
-import type { EnvelopeError } from '../../../src/errors/index.ts';
-
-function failure(run: () => unknown): EnvelopeError {
-  try {
-    run();
-  } catch (error) {
-    return error as EnvelopeError;
-  }
-  throw new Error('expected a failure');
-}
+import { failure } from '../../support/failure.ts';
 
 const raw = (text: string) => (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(text);
 

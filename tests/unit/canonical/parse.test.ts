@@ -1,16 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeUtf8, parseJson, parseJsonBytes } from '../../../src/canonical/json-text.ts';
 import { MAX_NESTING_DEPTH } from '../../../src/canonical/json-value.ts';
-import type { EnvelopeError } from '../../../src/errors/index.ts';
-
-function failure(run: () => unknown): EnvelopeError {
-  try {
-    run();
-  } catch (error) {
-    return error as EnvelopeError;
-  }
-  throw new Error('expected a failure');
-}
+import { failure } from '../../support/failure.ts';
 
 describe('parseJson (strict)', () => {
   it('parses ordinary JSON and drops a leading byte order mark', () => {
