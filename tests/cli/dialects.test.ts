@@ -189,12 +189,24 @@ describe('mcp-envelope detect / normalize / convert / validate --as / wrap --dia
     expect(bad.stderr).toContain('error[USAGE_ERROR]');
   });
 
-  it('refuses to wrap a near-miss envelope (no double wrap)', async () => {
-    const result = await run(
-      ['wrap', '--dialect', 'scalpel-v1', '-'],
-      JSON.stringify({ mcp: { envelope: 'x' }, result: {} }),
+  it('wraps a near miss of another dialect intact, with a warning, and refuses an invalid prov-v0.1 claim', async () => {
+    const near = { mcp: { envelope: 'x' }, result: { kept: [1, 2] } };
+    const scalpel = await run(['wrap', '--dialect', 'scalpel-v1', '-'], JSON.stringify(near));
+    expect(scalpel.code).toBe(0);
+    expect(scalpel.stderr).toContain('warning[ADAPTER.ENVELOPE.NEAR_MISS]');
+    expect(JSON.parse(scalpel.stdout)).toMatchObject({ error: null, data: near });
+    const prov = await run(['wrap', '-'], JSON.stringify(near));
+    expect(prov.code).toBe(0);
+    expect(JSON.parse(prov.stdout)).toMatchObject({
+      result: near,
+      warnings: [{ code: 'ADAPTER.ENVELOPE.NEAR_MISS', details: { dialect: 'a11y-v0.1' } }],
+    });
+    // Wrapping a broken mcp.envelope.v0.1 would nest envelopes: refused.
+    const claim = await run(
+      ['wrap', '-'],
+      JSON.stringify({ schema_version: 'mcp.envelope.v0.1', result: 1, x: 2 }),
     );
-    expect(result.code).toBe(1);
-    expect(result.stderr).toContain('error[ENVELOPE_INVALID]');
+    expect(claim.code).toBe(1);
+    expect(claim.stderr).toContain('error[ENVELOPE_INVALID]');
   });
 });

@@ -5,12 +5,13 @@ import type { JsonValue } from '../../canonical/json-value.ts';
 import {
   ADAPTER_STDERR_OUTPUT,
   applyCompatibilityPolicy,
+  ENVELOPE_NEAR_MISS,
   stderrExcerpt,
   toolReportedErrors,
   wrapFailure,
 } from '../../envelope/compat-policy.ts';
 import { convert } from '../../envelope/convert.ts';
-import { detectDialect, requireDialect } from '../../envelope/detect.ts';
+import { type DetectionReport, detectDialect, requireDialect } from '../../envelope/detect.ts';
 import { codecFor } from '../../envelope/dialects/index.ts';
 import type { IssueEntry } from '../../envelope/model.ts';
 import type { EnvelopeV01 } from '../../envelope/prov-v01.ts';
@@ -51,6 +52,30 @@ interface ExecOutcome {
   spawnError?: Error;
   timedOut: boolean;
   stdoutNotUtf8: boolean;
+}
+
+/**
+ * Whether a value no dialect accepts is a near miss of a dialect other than
+ * mcp.envelope.v0.1 only (and not ambiguous): such a value is a tool's own payload.
+ * A claim of mcp.envelope.v0.1 can never be wrapped: that would nest envelopes.
+ */
+function isNearMissOfOther(report: DetectionReport): boolean {
+  return (
+    report.near.length > 0 &&
+    !report.near.includes('prov-v0.1') &&
+    !report.reasons.some((reason) => reason.includes('ambiguous') || reason.startsWith('double-wrapped'))
+  );
+}
+
+/** The warning a near miss wrapped as a legacy payload carries. */
+function nearMissWarning(report: DetectionReport): IssueEntry {
+  return {
+    code: ENVELOPE_NEAR_MISS,
+    message: `The payload resembles a ${report.near.join(' / ')} envelope but is not one (${report.reasons
+      .slice(0, 3)
+      .join('; ')}); it is kept intact as a legacy payload`.slice(0, 2000),
+    details: { dialect: report.near.join(', ') },
+  };
 }
 
 /** Keeps only the tail of stderr: the excerpt is bounded anyway, memory should be too. */
@@ -324,9 +349,25 @@ export const registerWrap: Registrar = (program, invocation) => {
             };
           }
           if (!isStdin(file)) inputArtifact.locator = file as string;
+          const warnings: IssueEntry[] = [];
           if (!options.text) {
             const report = detectDialect(payload);
-            const from = requireDialect(report);
+            const nearMiss = report.dialect === null && isNearMissOfOther(report);
+            // A near miss of another dialect is the tool's own payload: wrapped intact, with a warning.
+            const from = nearMiss ? 'legacy' : requireDialect(report);
+            if (nearMiss) {
+              const warning = nearMissWarning(report);
+              warnings.push(warning);
+              io.stderr(`warning[${warning.code}]: ${warning.message}\n`);
+              if (dialect !== 'prov-v0.1') {
+                const encoded = codecFor(dialect).encode(
+                  { ok: true, data: parsed.lossless, decodedFrom: 'legacy' },
+                  context,
+                );
+                if (encoded.losses.length > 0) io.stderr(lossLines(encoded.losses));
+                return { exitCode: EXIT.ok, raw: `${JSON.stringify(encoded.value)}\n`, json: encoded.value };
+              }
+            }
             if (from === dialect && from !== 'legacy' && from !== 'prov-v0.1') {
               // Already in the target dialect: unchanged, byte for byte.
               return { exitCode: EXIT.ok, raw: decodeUtf8(bytes), json: parsed.lossless };
@@ -345,7 +386,7 @@ export const registerWrap: Registrar = (program, invocation) => {
             if (encoded.losses.length > 0) io.stderr(lossLines(encoded.losses));
             return { exitCode: EXIT.ok, raw: `${JSON.stringify(encoded.value)}\n`, json: encoded.value };
           }
-          const policy = applyCompatibilityPolicy(payload, { meta });
+          const policy = applyCompatibilityPolicy(payload, { meta, warnings });
           outcome =
             policy.action === 'passed-through' && !options.text
               ? { envelope: policy.envelope, action: policy.action, text: decodeUtf8(bytes) }
