@@ -107,8 +107,12 @@ export function stderrExcerpt(stderr: string): string {
   return trimmed.length <= STDERR_EXCERPT_CHARS ? trimmed : `…${trimmed.slice(-STDERR_EXCERPT_CHARS)}`;
 }
 
+/** The longest errors[].message the envelope schema allows. */
+export const MAX_MESSAGE_CHARS = 2000;
+
 function failureMessage(failure: ObservedFailure): string {
-  if (failure.message) return failure.message;
+  // A longer message would make the envelope invalid; whoever gives one keeps the whole text elsewhere.
+  if (failure.message) return failure.message.slice(0, MAX_MESSAGE_CHARS);
   if (failure.exception !== undefined) {
     const text = failure.exception instanceof Error ? failure.exception.message : String(failure.exception);
     return `Tool execution failed: ${text || 'an exception was thrown'}`.slice(0, 2000);

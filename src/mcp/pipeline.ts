@@ -7,6 +7,7 @@ import { isJsonObject, MAX_NESTING_DEPTH, pathBeyondDepth } from '../canonical/j
 import {
   ADAPTER_EXECUTION_FAILED,
   ENVELOPE_NEAR_MISS,
+  MAX_MESSAGE_CHARS,
   type ObservedFailure,
   toolReportedErrors,
   type WrapOptions,
@@ -586,9 +587,11 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       // A plain-text error is the tool's message (an SDK server's thrown exception arrives
       // so), not output: it travels as the error's message, and `result` stays null as the
       // policy says for failures seen only as a message.
+      // A message longer than an error entry holds is kept whole as the result.
+      const whole = !textual || text.length > MAX_MESSAGE_CHARS;
       const failure: ObservedFailure = {
         message: text || `Tool ${tool.name} reported an error`,
-        ...(textual ? {} : { partialOutput: exact }),
+        ...(whole ? { partialOutput: exact } : {}),
       };
       const own = textual ? undefined : toolReportedErrors(payload.value);
       if (own) failure.toolErrors = own;

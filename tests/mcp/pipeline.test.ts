@@ -10,6 +10,7 @@ import {
   toolResultPayload,
 } from '../../src/mcp/index.ts';
 import { type ProvRecord, verify } from '../../src/provenance/index.ts';
+import { answerContains } from '../support/no-loss.ts';
 
 const tool = {
   name: 'lookup',
@@ -531,4 +532,23 @@ describe('createPipeline keeps payload numbers as the tool wrote them', () => {
     );
     expect(JSON.stringify(both.structuredContent)).toContain(`"data":${big}`);
   });
+});
+
+describe('createPipeline and error results longer than an error message holds', () => {
+  const long = 'x'.repeat(2500);
+  const json = JSON.stringify({ detail: 'y'.repeat(2500) }, null, 2);
+
+  for (const dialect of ['prov-v0.1', 'scalpel-v1', 'hosted-v2', 'a11y-v0.1', 'legacy'] as const) {
+    it(`${dialect}: answers a valid envelope and keeps the whole text`, async () => {
+      const pipeline = createPipeline({ dialect });
+      for (const text of [long, json]) {
+        const result = await pipeline.callTool(
+          call(async () => ({ content: [{ type: 'text', text }], isError: true })),
+        );
+        expect(result.isError).toBe(true);
+        const parsed = text === json ? JSON.parse(json) : text;
+        expect(answerContains(result, parsed), dialect).toBe(true);
+      }
+    });
+  }
 });

@@ -49,10 +49,16 @@ export const generatedAnswer: fc.Arbitrary<{
       : { structuredContent: value }),
     ...(isError ? { isError: true } : {}),
   })),
-  fc.tuple(fc.string({ maxLength: 60 }), fc.boolean()).map(([text, isError]) => ({
-    content: [{ type: 'text', text }],
-    ...(isError ? { isError: true } : {}),
-  })),
+  // Short text, and text around the 2,000 characters an error message holds.
+  fc
+    .tuple(
+      fc.oneof(fc.string({ maxLength: 60 }), fc.string({ minLength: 1990, maxLength: 2020 })),
+      fc.boolean(),
+    )
+    .map(([text, isError]) => ({
+      content: [{ type: 'text', text }],
+      ...(isError ? { isError: true } : {}),
+    })),
   fc.constant<{ content: unknown[] }>({
     content: [
       { type: 'text', text: 'a chart' },
