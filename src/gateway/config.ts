@@ -10,6 +10,7 @@ import { parseJsonBytes } from '../canonical/index.ts';
 import type { ResultDialectId } from '../envelope/dialect.ts';
 import { EnvelopeError, isEnvelopeError } from '../errors/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
+import { DEFAULT_HTTP_PATH } from './endpoint.ts';
 import schema from '../schemas/data/gateway.config.schema.json' with { type: 'json' };
 import { defaultRegistry, type SchemaIssue } from '../schemas/index.ts';
 import {
@@ -177,11 +178,15 @@ export function resolveGatewayConfig(
   for (const upstream of upstreams) upstream.tiers.tools = tiers.tools.get(upstream.name) ?? {};
 
   const tokens: AuthToken[] = [];
+  const unset: string[] = [];
   (raw.auth?.tokens ?? []).forEach((entry, index) => {
     let token = entry.token;
     if (entry.tokenEnv !== undefined) {
       token = env[entry.tokenEnv];
-      if ((token === undefined || token.length === 0) && entry.optional === true) return;
+      if ((token === undefined || token.length === 0) && entry.optional === true) {
+        unset.push(entry.tokenEnv);
+        return;
+      }
       if (token === undefined || token.length === 0) {
         throw configError(
           `Environment variable ${entry.tokenEnv} (bearer token for tier "${entry.tier}") is not set`,
@@ -192,6 +197,17 @@ export function resolveGatewayConfig(
     tokens.push({ name: entry.name ?? `token-${index + 1}`, token: token as string, tier: entry.tier });
   });
 
+  // Closed by default once any token is configured, whether or not its variable is set.
+  const authRequired = raw.auth?.required ?? (raw.auth?.tokens ?? []).length > 0;
+  if (authRequired && tokens.length === 0) {
+    throw configError(
+      unset.length > 0
+        ? `auth.required is true but no bearer token is usable: environment variable ${unset.join(', ')} is not set`
+        : 'auth.required is true but no bearer token is configured (auth.tokens)',
+      encodePointer(['auth', unset.length > 0 ? 'tokens' : 'required']),
+    );
+  }
+
   const http = raw.listen?.http;
   const listenHttp =
     http === undefined || http === false
@@ -199,7 +215,7 @@ export function resolveGatewayConfig(
       : {
           host: http.host ?? '127.0.0.1',
           port: http.port ?? 8787,
-          path: http.path ?? '/mcp',
+          path: http.path ?? DEFAULT_HTTP_PATH,
           allowedHosts: http.allowedHosts ?? defaultAllowedHosts(http.host ?? '127.0.0.1'),
           allowedOrigins: http.allowedOrigins ?? [],
           bodyLimitBytes: http.bodyLimitBytes ?? 4 * 1024 * 1024,
@@ -210,7 +226,7 @@ export function resolveGatewayConfig(
     baseDir: resolve(baseDir),
     upstreams,
     listen: { stdio: raw.listen?.stdio ?? true, http: listenHttp },
-    auth: { required: raw.auth?.required ?? tokens.length > 0, tokens },
+    auth: { required: authRequired, tokens },
     tiers: tiers.gateway,
     ledger: { enabled: raw.ledger?.enabled ?? true, path: at(raw.ledger?.path ?? 'data/ledger.sqlite') },
     logs: {

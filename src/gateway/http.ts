@@ -13,6 +13,7 @@ import { decodeUtf8 } from '../canonical/index.ts';
 import { describeErrorCode, EnvelopeError, toJsonRpcError } from '../errors/index.ts';
 import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
 import { errorResponse, requestIdOf } from './downstream.ts';
+import { DEFAULT_HTTP_PATH } from './endpoint.ts';
 import { BoundedEventStore } from './event-store.ts';
 import { renderInfoPage } from './html.ts';
 import { sendJson } from './http-reply.ts';
@@ -28,8 +29,15 @@ export interface HttpGatewayOptions extends OriginPolicy {
   port?: number;
   /** Largest request body accepted, in bytes (413 above it). */
   maxBodyBytes?: number;
-  /** Bearer tokens; when empty or absent, no authentication is asked for. */
+  /** Bearer tokens, each mapped to a tier. */
   tokens?: readonly TokenGrant[];
+  /**
+   * Refuse requests without a valid bearer token (default: whenever tokens are
+   * given). Fails closed: required with no token configured, every request is refused.
+   */
+  authRequired?: boolean;
+  /** The MCP endpoint's path (default `/mcp`). */
+  path?: string;
   /** Most concurrent 2025-era sessions (each owns its upstream connections). */
   maxSessions?: number;
   /** Sessions idle this long are closed. */
@@ -66,7 +74,6 @@ interface SessionTransportChoice {
   opened(): boolean;
 }
 
-const MCP_PATH = '/mcp';
 /** The first protocol revision of the stateless era. */
 const MODERN_ERA = '2026-07-28';
 
@@ -148,6 +155,8 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   const maxSessions = options.maxSessions ?? 64;
   const idleMs = options.sessionIdleMs ?? 30 * 60_000;
   const auth = new BearerAuth(options.tokens ?? []);
+  const authRequired = options.authRequired ?? auth.enabled;
+  const mcpPath = options.path ?? DEFAULT_HTTP_PATH;
   const sessions = new Map<string, SessionEntry>();
   const report = options.onError ?? (() => {});
   let shared: Promise<GatewaySession> | undefined;
@@ -340,10 +349,10 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     const html = renderInfoPage({
       title: options.title ?? 'mcp-envelope gateway',
       mode: options.mode ?? 'passthrough',
-      endpoint: `http://${options.host ?? '127.0.0.1'}:${address.port}${MCP_PATH}`,
+      endpoint: `http://${options.host ?? '127.0.0.1'}:${address.port}${mcpPath}`,
       upstreams: upstreamTarget(options.gateway),
       tools,
-      authRequired: auth.enabled,
+      authRequired,
     });
     res.writeHead(200, {
       'content-type': 'text/html; charset=utf-8',
@@ -364,12 +373,14 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       sendJson(res, 200, { status: 'ok', sessions: sessions.size });
       return;
     }
-    if (path !== MCP_PATH) {
+    if (path !== mcpPath) {
       sendError(res, new EnvelopeError('NOT_FOUND', `No route for ${path}`));
       return;
     }
+    // A presented token is always checked; without one, the caller is anonymous unless auth is required.
     let principal: Principal | undefined;
-    if (auth.enabled) principal = auth.authenticate(req.headers.authorization);
+    if (authRequired || (auth.enabled && req.headers.authorization !== undefined))
+      principal = auth.authenticate(req.headers.authorization);
     await handleMcp(req, res, principal);
   }
 
@@ -415,7 +426,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
   return {
-    url: `http://${hostForUrl}:${address.port}${MCP_PATH}`,
+    url: `http://${hostForUrl}:${address.port}${mcpPath}`,
     server,
     sessionCount: () => sessions.size,
     async close() {

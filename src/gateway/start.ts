@@ -136,6 +136,8 @@ export async function startGateway(
         allowedOrigins: listen.allowedOrigins,
         maxBodyBytes: listen.bodyLimitBytes,
         tokens: config.auth.tokens.map(({ token, tier }) => ({ token, tier })),
+        authRequired: config.auth.required,
+        path: listen.path,
         mode: config.upstreams.map((upstream) => `${upstream.name}: ${upstream.dialect}`).join(', '),
         onError: report,
       });

@@ -69,6 +69,7 @@ export const registerGateway: Registrar = (program, invocation) => {
       runs(invocation, async ({ io }, flags: GatewayFlags) => {
         // Loaded here, not at the top: the MCP SDK is only needed by the commands that serve.
         const { loadGatewayConfig } = await import('../../gateway/config.ts');
+        const { DEFAULT_HTTP_PATH } = await import('../../gateway/endpoint.ts');
         const { startGateway } = await import('../../gateway/start.ts');
         const config = loadGatewayConfig(resolve(io.cwd, flags.config));
         if (flags.http === false) config.listen.http = undefined;
@@ -76,7 +77,7 @@ export const registerGateway: Registrar = (program, invocation) => {
           const { host, port } = parseListen(flags.http);
           const base = config.listen.http;
           config.listen.http = {
-            path: '/mcp',
+            path: DEFAULT_HTTP_PATH,
             allowedHosts: [],
             allowedOrigins: [],
             bodyLimitBytes: 4 * 1024 * 1024,

@@ -1,0 +1,88 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, describe, expect, it } from 'vitest';
+import { gatewayDir, removeGatewayDirs, runCli, startGatewayHttp } from './gateway-process.ts';
+import { initializeMessage, type Running } from './processes.ts';
+
+/**
+ * Settings an operator relies on do what they say: `listen.http.path` is where
+ * MCP is served, and `auth.required` fails closed.
+ */
+
+const TOKEN = 'ops-token-0123456789abcdef';
+const running: Running[] = [];
+
+afterAll(async () => {
+  await Promise.all(running.map((gateway) => gateway.stop()));
+  removeGatewayDirs();
+});
+
+function post(url: string, token?: string): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+    },
+    body: JSON.stringify(initializeMessage(1, 'settings-test')),
+  });
+}
+
+describe('listen.http.path and auth.required', () => {
+  it('serves MCP at the configured path only, and refuses callers without a valid token', async () => {
+    const { config } = gatewayDir((raw) => {
+      raw.listen = { stdio: false, http: { path: '/api/mcp' } };
+      raw.auth = { required: true, tokens: [{ name: 'ops', tokenEnv: 'SETTINGS_TEST_TOKEN', tier: 'pro' }] };
+    });
+    const gateway = await startGatewayHttp(['--config', config], {
+      ...process.env,
+      SETTINGS_TEST_TOKEN: TOKEN,
+    });
+    running.push(gateway);
+    expect(new URL(gateway.url).pathname).toBe('/api/mcp');
+    const elsewhere = new URL('/mcp', gateway.url).href;
+    expect((await post(elsewhere, TOKEN)).status).toBe(404);
+    const anonymous = await post(gateway.url);
+    expect(anonymous.status).toBe(401);
+    expect(((await anonymous.json()) as { error: { code: string } }).error.code).toBe('AUTH_REQUIRED');
+    expect((await post(gateway.url, 'not-the-token-at-all-0000')).status).toBe(401);
+    const client = new Client({ name: 'settings-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(gateway.url), {
+        requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+      }),
+    );
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await client.close();
+  });
+
+  it('refuses to start when auth is required and no token is usable, naming the variable', async () => {
+    for (const auth of [
+      { required: true, tokens: [{ tokenEnv: 'SETTINGS_UNSET_TOKEN', tier: 'pro', optional: true }] },
+      // Tokens configured, required left out: closed by default, also when the variable is unset.
+      { tokens: [{ tokenEnv: 'SETTINGS_UNSET_TOKEN', tier: 'pro', optional: true }] },
+    ]) {
+      const { config } = gatewayDir((raw) => {
+        raw.auth = auth;
+      });
+      const run = await runCli(['gateway', '--config', config, '--http', '127.0.0.1:0', '--no-stdio']);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('CONFIG_INVALID');
+      expect(run.stderr).toContain('SETTINGS_UNSET_TOKEN');
+    }
+  });
+
+  it('with auth.required false, serves anonymous callers and still refuses a wrong token', async () => {
+    const { config } = gatewayDir((raw) => {
+      raw.auth = { required: false, tokens: [{ tokenEnv: 'SETTINGS_TEST_TOKEN', tier: 'pro' }] };
+    });
+    const gateway = await startGatewayHttp(['--config', config, '--no-stdio'], {
+      ...process.env,
+      SETTINGS_TEST_TOKEN: TOKEN,
+    });
+    running.push(gateway);
+    expect((await post(gateway.url)).status).toBe(200);
+    expect((await post(gateway.url, TOKEN)).status).toBe(200);
+    expect((await post(gateway.url, 'not-the-token-at-all-0000')).status).toBe(401);
+  });
+});
