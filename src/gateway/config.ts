@@ -10,9 +10,10 @@ import { parseJsonBytes } from '../canonical/index.ts';
 import type { ResultDialectId } from '../envelope/dialect.ts';
 import { EnvelopeError, isEnvelopeError } from '../errors/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
-import { DEFAULT_HTTP_PATH } from './endpoint.ts';
 import schema from '../schemas/data/gateway.config.schema.json' with { type: 'json' };
 import { defaultRegistry, type SchemaIssue } from '../schemas/index.ts';
+import { DEFAULT_HTTP_PATH } from './endpoint.ts';
+import { DEFAULT_RESTART_POLICY } from './restart-policy.ts';
 import {
   type GatewayTiers,
   type RawGatewayTiers,
@@ -80,6 +81,8 @@ export interface HttpListenConfig {
   allowedHosts: string[];
   allowedOrigins: string[];
   bodyLimitBytes: number;
+  /** Replayable SSE streams (Last-Event-ID) for 2025-era sessions. */
+  resumable: boolean;
 }
 
 export interface AuthToken {
@@ -219,6 +222,7 @@ export function resolveGatewayConfig(
           allowedHosts: http.allowedHosts ?? defaultAllowedHosts(http.host ?? '127.0.0.1'),
           allowedOrigins: http.allowedOrigins ?? [],
           bodyLimitBytes: http.bodyLimitBytes ?? 4 * 1024 * 1024,
+          resumable: http.resumable ?? false,
         };
 
   return {
@@ -271,10 +275,10 @@ function resolveUpstream(
   }
   const restart = {
     enabled: upstream.restart?.enabled ?? true,
-    initialDelayMs: upstream.restart?.initialDelayMs ?? 250,
-    maxDelayMs: upstream.restart?.maxDelayMs ?? 30_000,
-    factor: upstream.restart?.factor ?? 2,
-    maxAttempts: upstream.restart?.maxAttempts ?? 10,
+    initialDelayMs: upstream.restart?.initialDelayMs ?? DEFAULT_RESTART_POLICY.initialDelayMs,
+    maxDelayMs: upstream.restart?.maxDelayMs ?? DEFAULT_RESTART_POLICY.maxDelayMs,
+    factor: upstream.restart?.factor ?? DEFAULT_RESTART_POLICY.factor,
+    maxAttempts: upstream.restart?.maxAttempts ?? DEFAULT_RESTART_POLICY.maxRestarts,
   };
   if (restart.maxDelayMs < restart.initialDelayMs) {
     throw configError(
@@ -312,12 +316,6 @@ export function callTimeoutMs(upstream: UpstreamConfig, tool: string): number {
   return Object.hasOwn(upstream.timeouts.tools, tool)
     ? (upstream.timeouts.tools[tool] as number)
     : upstream.timeouts.callMs;
-}
-
-/** The delay before restart attempt `attempt` (1-based): exponential, capped. */
-export function restartDelayMs(upstream: UpstreamConfig, attempt: number): number {
-  const { initialDelayMs, maxDelayMs, factor } = upstream.restart;
-  return Math.min(maxDelayMs, Math.round(initialDelayMs * factor ** Math.max(0, attempt - 1)));
 }
 
 /**

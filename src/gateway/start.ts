@@ -135,6 +135,7 @@ export async function startGateway(
         allowedHosts: listen.allowedHosts,
         allowedOrigins: listen.allowedOrigins,
         maxBodyBytes: listen.bodyLimitBytes,
+        resumable: listen.resumable,
         tokens: config.auth.tokens.map(({ token, tier }) => ({ token, tier })),
         authRequired: config.auth.required,
         path: listen.path,

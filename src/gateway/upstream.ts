@@ -21,6 +21,7 @@ import { EnvelopeError } from '../errors/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
 import { ChildProcessTransport, StderrRing } from './child-transport.ts';
 import { connectionVerdict, lossReason } from './connection-loss.ts';
+import { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelayMs } from './restart-policy.ts';
 
 export type UpstreamSpec =
   | {
@@ -35,17 +36,6 @@ export type UpstreamSpec =
 
 /** An upstream to connect, with its own options over the gateway-wide ones. */
 export type ConfiguredUpstream = UpstreamSpec & { options?: UpstreamOptions };
-
-export interface RestartPolicy {
-  /** Restarts allowed before the upstream is declared down for good. */
-  maxRestarts: number;
-  initialDelayMs: number;
-  maxDelayMs: number;
-  /** Each further restart waits this many times longer, up to maxDelayMs. */
-  factor: number;
-  /** An upstream that stayed up this long gets its restart budget back. */
-  stableAfterMs: number;
-}
 
 export interface UpstreamOptions {
   /** Default per-request timeout; nothing waits on an upstream longer than this. */
@@ -148,14 +138,7 @@ export class Upstream {
   constructor(spec: UpstreamSpec, options: UpstreamOptions = {}) {
     this.spec = spec;
     this.#options = options;
-    this.#restart = {
-      maxRestarts: 5,
-      initialDelayMs: 100,
-      maxDelayMs: 5000,
-      factor: 2,
-      stableAfterMs: 30_000,
-      ...options.restart,
-    };
+    this.#restart = { ...DEFAULT_RESTART_POLICY, ...options.restart };
     this.stderr = new StderrRing(options.stderrLimitBytes ?? 8192);
   }
 
@@ -334,11 +317,8 @@ export class Upstream {
       for (const listener of this.#gaveUpListeners) listener(this.#restarts);
       return;
     }
-    const delay = Math.min(
-      this.#restart.initialDelayMs * this.#restart.factor ** this.#restarts,
-      this.#restart.maxDelayMs,
-    );
     this.#restarts++;
+    const delay = restartDelayMs(this.#restart, this.#restarts);
     let settle: () => void = () => {};
     this.#ready = new Promise<void>((resolve) => {
       settle = resolve;

@@ -72,6 +72,20 @@ describe('listen.http.path and auth.required', () => {
     }
   });
 
+  it('listen.http.resumable stamps SSE events with ids a client can resume from', async () => {
+    const { config } = gatewayDir((raw) => {
+      raw.listen = { stdio: false, http: { resumable: true } };
+    });
+    const gateway = await startGatewayHttp(['--config', config]);
+    running.push(gateway);
+    const body = await (await post(gateway.url)).text();
+    expect(body).toMatch(/^id: \S+/m);
+    const plain = gatewayDir();
+    const other = await startGatewayHttp(['--config', plain.config]);
+    running.push(other);
+    expect(await (await post(other.url)).text()).not.toMatch(/^id: /m);
+  });
+
   it('with auth.required false, serves anonymous callers and still refuses a wrong token', async () => {
     const { config } = gatewayDir((raw) => {
       raw.auth = { required: false, tokens: [{ tokenEnv: 'SETTINGS_TEST_TOKEN', tier: 'pro' }] };

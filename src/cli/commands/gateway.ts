@@ -81,6 +81,7 @@ export const registerGateway: Registrar = (program, invocation) => {
             allowedHosts: [],
             allowedOrigins: [],
             bodyLimitBytes: 4 * 1024 * 1024,
+            resumable: false,
             ...base,
             host,
             port,

@@ -9,9 +9,9 @@ import {
   GATEWAY_CONFIG_SCHEMA,
   loadGatewayConfig,
   resolveGatewayConfig,
-  restartDelayMs,
   UPSTREAM_DIALECTS,
 } from '../../../src/gateway/config.ts';
+import { restartDelayMs } from '../../../src/gateway/restart-policy.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -54,7 +54,7 @@ describe('loadGatewayConfig', () => {
         provenance: { enabled: true, mode: 'minimal', captureArtifacts: false },
         timeouts: { callMs: 60_000, startMs: 15_000, tools: {} },
         tiers: { tools: {} },
-        restart: { enabled: true, initialDelayMs: 250, maxDelayMs: 30_000, factor: 2, maxAttempts: 10 },
+        restart: { enabled: true, initialDelayMs: 100, maxDelayMs: 5000, factor: 2, maxAttempts: 5 },
       },
     ]);
     expect(config.tiers).toBeUndefined();
@@ -109,6 +109,7 @@ describe('loadGatewayConfig', () => {
         allowedHosts: ['127.0.0.1', 'localhost', '[::1]'],
         allowedOrigins: [],
         bodyLimitBytes: 4 * 1024 * 1024,
+        resumable: false,
       },
     });
     expect(config.auth).toEqual({
@@ -122,7 +123,10 @@ describe('loadGatewayConfig', () => {
     expect(config.ids.seed).toBe('seed-1');
     expect(callTimeoutMs(remote, 'slow')).toBe(5);
     expect(callTimeoutMs(remote, 'other')).toBe(60_000);
-    expect([1, 2, 3, 20].map((attempt) => restartDelayMs(remote, attempt))).toEqual([250, 500, 1000, 30_000]);
+    // The function the upstream itself runs, on the configured policy.
+    expect([1, 2, 3, 20].map((attempt) => restartDelayMs(remote.restart, attempt))).toEqual([
+      100, 200, 400, 5000,
+    ]);
   });
 
   it('loads the bundled example configuration', () => {
