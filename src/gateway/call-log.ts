@@ -16,7 +16,8 @@ import pino from 'pino';
 import { digestValue, parseJson } from '../canonical/index.ts';
 import { randomRunId } from '../ids/index.ts';
 
-export type CallOutcome = 'ok' | 'error';
+/** `cancelled`: the client withdrew the call before its answer (no error of the tool's or the gateway's). */
+export type CallOutcome = 'ok' | 'error' | 'cancelled';
 export type CallTransport = 'stdio' | 'http';
 
 /** One line of the call log. */

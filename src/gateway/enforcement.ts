@@ -7,7 +7,7 @@ import type { IdSource } from '../ids/index.ts';
 import type { Ledger } from '../ledger/index.ts';
 import { createPipeline, type Pipeline, type PipelineOptions, type PipelineTool } from '../mcp/pipeline.ts';
 import { readToolResult } from '../mcp/read-tool-result.ts';
-import type { CallLog, CallTransport } from './call-log.ts';
+import type { CallLog, CallOutcome, CallTransport } from './call-log.ts';
 import type { GatewayTiers, UpstreamConfig } from './config.ts';
 import { isRoundSignal } from './input-required.ts';
 import {
@@ -53,6 +53,8 @@ interface CallFacts {
   /** The authenticated caller's tier, when a bearer token gave one. */
   tier: string | undefined;
   startedAt: number;
+  /** The downstream request's signal: aborted when the client cancelled the call. */
+  signal: AbortSignal;
 }
 
 /** The upstream's provenance defaults fill in what a caller who opted in did not say. */
@@ -150,6 +152,7 @@ export class Enforcement {
         route,
         tier: tierOf(context),
         startedAt: performance.now(),
+        signal: context.signal,
       };
       try {
         const result = target?.pipeline
@@ -218,7 +221,7 @@ export class Enforcement {
     const log = this.#options.callLog;
     if (!log) return;
     try {
-      let outcome: 'ok' | 'error' = 'error';
+      let outcome: CallOutcome = 'error';
       let code: string | null = errorCodeOf(error);
       let requestId: string | null = null;
       let resultDialect: string | null = null;
@@ -230,6 +233,11 @@ export class Enforcement {
         requestId = read.meta?.request_id ?? null;
         resultDialect = read.dialect;
         resultVersion = read.version ?? null;
+      }
+      // A call the client withdrew ended because of that, whatever the upstream's side made of it.
+      if (facts.signal.aborted) {
+        outcome = 'cancelled';
+        code = null;
       }
       log.write({
         requestId,

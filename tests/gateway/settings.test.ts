@@ -1,7 +1,11 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, type JSONRPCMessage, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, describe, expect, it } from 'vitest';
 import { gatewayDir, removeGatewayDirs, runCli, startGatewayHttp } from './gateway-process.ts';
-import { initializeMessage, type Running } from './processes.ts';
+import { BIN, FIXTURE, initializeMessage, NODE, ROOT, type Running } from './processes.ts';
 
 /**
  * Settings an operator relies on do what they say: `listen.http.path` is where
@@ -98,5 +102,37 @@ describe('listen.http.path and auth.required', () => {
     expect((await post(gateway.url)).status).toBe(200);
     expect((await post(gateway.url, TOKEN)).status).toBe(200);
     expect((await post(gateway.url, 'not-the-token-at-all-0000')).status).toBe(401);
+  });
+});
+
+describe('the call log', () => {
+  it('logs a call the client cancelled as cancelled, not as a failed execution', async () => {
+    const logs = mkdtempSync(join(tmpdir(), 'cancelled-logs-'));
+    const client = new Client({ name: 'cancelling', version: '1.0.0' });
+    const args = [BIN, 'proxy', '--dialect', 'prov-v0.1', '--logs', logs, '--', NODE, FIXTURE];
+    const transport = new StdioClientTransport({ command: NODE, args, cwd: ROOT });
+    // Cancel only once the call has been written to the gateway.
+    const { promise: sent, resolve: markSent } = Promise.withResolvers<void>();
+    const send = transport.send.bind(transport);
+    transport.send = async (message: JSONRPCMessage) => {
+      await send(message);
+      if ('method' in message && message.method === 'tools/call') markSent();
+    };
+    await client.connect(transport);
+    const controller = new AbortController();
+    const slow = client.callTool({ name: 'slow', arguments: { ms: 20_000 } }, { signal: controller.signal });
+    await sent;
+    controller.abort();
+    await expect(slow).rejects.toThrow();
+    // Requests are handled in order: once this answers, the cancelled call has been handled too.
+    await client.callTool({ name: 'echo', arguments: { text: 'after' } });
+    // Closing ends the gateway, which flushes its call log.
+    await client.close();
+    const lines = readdirSync(logs, { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.jsonl'))
+      .flatMap((file) => readFileSync(join(logs, file), 'utf8').trim().split('\n'))
+      .map((line) => JSON.parse(line) as { tool: string; outcome: string; code: string | null });
+    expect(lines.find((line) => line.tool === 'slow')).toMatchObject({ outcome: 'cancelled', code: null });
+    expect(lines.find((line) => line.tool === 'echo')).toMatchObject({ outcome: 'ok' });
   });
 });
