@@ -7,7 +7,7 @@ export interface PageInfo {
   title: string;
   mode: string;
   endpoint: string;
-  upstreams: readonly { name: string; target: string }[];
+  upstreams: readonly { name: string; target: string; state?: string }[];
   tools: readonly PageTool[];
   authRequired: boolean;
 }
@@ -36,7 +36,10 @@ export function renderInfoPage(info: PageInfo): string {
         .join('\n')
     : '<li>(no tools)</li>';
   const upstreams = info.upstreams
-    .map((u) => `<li><code>${e(u.name)}</code>: ${e(u.target)}</li>`)
+    .map(
+      (u) =>
+        `<li><code>${e(u.name)}</code>: ${e(u.target)}${u.state ? ` (<strong>${e(u.state)}</strong>)` : ''}</li>`,
+    )
     .join('\n');
   const config = JSON.stringify({ mcpServers: { gateway: { type: 'http', url: info.endpoint } } }, null, 2);
   return `<!doctype html>

@@ -56,6 +56,8 @@ export interface HttpGatewayOptions extends OriginPolicy {
 export interface HttpGateway {
   url: string;
   server: HttpServer;
+  /** Settles once the first session's upstreams have started or failed (at once without a warm spare). */
+  ready: Promise<void>;
   sessionCount(): number;
   close(): Promise<void>;
 }
@@ -136,10 +138,11 @@ function accepts(req: IncomingMessage, type: string): boolean {
   return (req.headers.accept ?? '').toLowerCase().includes(type);
 }
 
-function upstreamTarget(options: GatewayOptions): { name: string; target: string }[] {
+function upstreamTarget(options: GatewayOptions): { name: string; target: string; state?: string }[] {
   return options.upstreams.map((spec) => ({
     name: spec.name,
     target: spec.kind === 'stdio' ? [spec.command, ...(spec.args ?? [])].join(' ') : spec.url,
+    ...(options.status ? { state: options.status.get(spec.name).state } : {}),
   }));
 }
 
@@ -370,7 +373,15 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         sendError(res, new EnvelopeError('METHOD_NOT_ALLOWED', 'Use GET /healthz'), { allow: 'GET' });
         return;
       }
-      sendJson(res, 200, { status: 'ok', sessions: sessions.size });
+      // States only: why an upstream is down and what it wrote stay on the operator's side.
+      const board = options.gateway.status;
+      sendJson(res, 200, {
+        status: board?.summary() ?? 'ok',
+        sessions: sessions.size,
+        ...(board
+          ? { upstreams: Object.fromEntries(board.all().map(({ name, status }) => [name, status.state])) }
+          : {}),
+      });
       return;
     }
     if (path !== mcpPath) {
@@ -428,6 +439,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   return {
     url: `http://${hostForUrl}:${address.port}${mcpPath}`,
     server,
+    ready: spare ? spare.then(() => {}) : Promise.resolve(),
     sessionCount: () => sessions.size,
     async close() {
       closing = true;

@@ -1,12 +1,15 @@
 import { advertisedCapabilities, announceRecovery, rememberCapabilities } from './availability.ts';
 import { Relay, type RelayOptions } from './relay.ts';
 import { type ConfiguredUpstream, Upstream, type UpstreamOptions } from './upstream.ts';
+import type { UpstreamStatusBoard } from './upstream-status.ts';
 
 export interface GatewayOptions extends RelayOptions {
   upstreams: readonly ConfiguredUpstream[];
   upstream?: UpstreamOptions;
   /** Where messages about upstreams go: one down when a session opens, one back (never stdout). */
   report?: (message: string) => void;
+  /** Where each upstream's state is kept for the operator (banner, info page, /healthz). */
+  status?: UpstreamStatusBoard;
 }
 
 /** One downstream session: its own upstream connections and the relay between them. */
@@ -26,6 +29,7 @@ export async function connectUpstreams(options: GatewayOptions): Promise<Upstrea
     ({ options: own, ...spec }) => new Upstream(spec, { ...options.upstream, ...own }),
   );
   const started = await Promise.allSettled(upstreams.map((upstream) => upstream.connect()));
+  for (const upstream of upstreams) options.status?.observe(upstream);
   const failures = started.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason] : []));
   if (failures.length === upstreams.length) {
     await Promise.all(upstreams.map((upstream) => upstream.close()));
@@ -51,12 +55,14 @@ export function watchRecoveries(
       options.report?.(`${describeDown(upstream)}; serving without it and retrying in the background`);
     }
     upstream.onGaveUp((restarts) => {
+      options.status?.observe(upstream, true);
       options.report?.(
         `upstream ${upstream.name} gave up after ${restarts} restart attempts; ` +
           'calls to it fail until the gateway is restarted',
       );
     });
     upstream.onRecovered(() => {
+      options.status?.observe(upstream);
       if (reported) options.report?.(`upstream ${upstream.name} is back`);
       reported = false;
       rememberCapabilities(options, upstream);

@@ -8,6 +8,7 @@ import { type HttpGateway, startHttpGateway } from './http.ts';
 import type { GatewayOptions } from './session.ts';
 import { type StdioGateway, serveGatewayOnStdio } from './stdio.ts';
 import type { UpstreamOptions, UpstreamSpec } from './upstream.ts';
+import { UpstreamStatusBoard } from './upstream-status.ts';
 
 /**
  * Turns a resolved configuration into a running gateway: the ledger and the
@@ -19,6 +20,8 @@ export const GATEWAY_VERSION = '0.1.0';
 
 export interface RunningGateway {
   http: HttpGateway | undefined;
+  /** Each upstream's state: ready, retrying (with why and its last stderr lines), gave up. */
+  status: UpstreamStatusBoard;
   stdio: StdioGateway | undefined;
   ledger: Ledger | undefined;
   callLog: CallLog | undefined;
@@ -106,6 +109,7 @@ export async function startGateway(
     version: GATEWAY_VERSION,
     onError: report,
   });
+  const status = new UpstreamStatusBoard(config.upstreams.map((upstream) => upstream.name));
   const gatewayOptions = (transport: 'stdio' | 'http', route: string | null): GatewayOptions => ({
     upstreams: config.upstreams.map((upstream) => ({
       ...upstreamSpec(upstream),
@@ -116,6 +120,7 @@ export async function startGateway(
     serverInfo:
       config.upstreams.length > 1 ? { name: 'mcp-envelope-gateway', version: GATEWAY_VERSION } : undefined,
     report,
+    status,
   });
 
   let http: HttpGateway | undefined;
@@ -148,9 +153,12 @@ export async function startGateway(
     await closeAll();
     throw listenError(error, config);
   }
+  // The first session's upstreams have started or failed, so the caller can say which.
+  await http?.ready;
   let closing: Promise<void> | undefined;
   return {
     http,
+    status,
     stdio,
     ledger,
     callLog,

@@ -136,3 +136,39 @@ describe('the call log', () => {
     expect(lines.find((line) => line.tool === 'echo')).toMatchObject({ outcome: 'ok' });
   });
 });
+
+describe('upstream state, where the operator looks', () => {
+  it('shows an upstream that did not start, with why and its stderr, in the banner, /healthz and the info page', async () => {
+    const { config } = gatewayDir((raw) => {
+      raw.upstreams = [
+        { name: 'alpha', stdio: { command: 'node', args: [FIXTURE] }, dialect: 'prov-v0.1' },
+        {
+          name: 'broken',
+          stdio: {
+            command: 'node',
+            // The printed name is built at run time, so the command line itself does not hold it.
+            args: ['-e', 'console.error("missing setting", ["FOO", "URL"].join("_")); process.exit(3)'],
+          },
+          dialect: 'prov-v0.1',
+          restart: { initialDelayMs: 60_000, maxDelayMs: 60_000, factor: 2, maxAttempts: 1 },
+        },
+      ];
+      raw.auth = { required: false, tokens: [] };
+    });
+    const gateway = await startGatewayHttp(['--config', config, '--no-stdio']);
+    running.push(gateway);
+    const banner = gateway.stderr();
+    expect(banner).toContain('degraded: 1 of 2 upstreams not ready');
+    expect(banner).toContain('upstream alpha (prov-v0.1): ready');
+    expect(banner).toMatch(/upstream broken \(prov-v0\.1\): NOT READY, retrying: .*exited with code 3/);
+    expect(banner).toContain('stderr: missing setting FOO_URL');
+    const health = (await (await fetch(new URL('/healthz', gateway.url))).json()) as Record<string, unknown>;
+    expect(health).toMatchObject({ status: 'degraded', upstreams: { alpha: 'ready', broken: 'retrying' } });
+    // The unauthenticated surfaces say the state, never what the process wrote.
+    expect(JSON.stringify(health)).not.toContain('FOO_URL');
+    const page = await (await fetch(gateway.url, { headers: { accept: 'text/html' } })).text();
+    expect(page).toContain('<code>broken</code>');
+    expect(page).toContain('<strong>retrying</strong>');
+    expect(page).not.toContain('FOO_URL');
+  });
+});

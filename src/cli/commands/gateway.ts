@@ -26,8 +26,23 @@ function waitForSignal(): Promise<void> {
 
 /** How to reach the running gateway: the URL and an MCP client configuration for stdio. */
 export function connectionHelp(config: GatewayConfig, running: RunningGateway): string {
-  const lines = ['mcp-envelope gateway is running.'];
-  for (const upstream of config.upstreams) lines.push(`  upstream ${upstream.name}: ${upstream.dialect}`);
+  const down = running.status.all().filter(({ status }) => status.state !== 'ready');
+  const lines = [
+    down.length === 0
+      ? 'mcp-envelope gateway is running.'
+      : `mcp-envelope gateway is running, degraded: ${down.length} of ${config.upstreams.length} upstreams not ready.`,
+  ];
+  for (const upstream of config.upstreams) {
+    const status = running.status.get(upstream.name);
+    const state =
+      status.state === 'ready'
+        ? 'ready'
+        : status.state === 'gave_up'
+          ? `DOWN for good: ${status.reason ?? 'it did not start'}`
+          : `NOT READY, retrying: ${status.reason ?? 'it did not start'}`;
+    lines.push(`  upstream ${upstream.name} (${upstream.dialect}): ${state}`);
+    for (const line of status.stderr ?? []) lines.push(`    stderr: ${line}`);
+  }
   if (running.http)
     lines.push(
       '',

@@ -1,0 +1,63 @@
+import type { Upstream } from './upstream.ts';
+
+/**
+ * What the operator sees of each upstream: the latest state any session's
+ * connection to it reached (every 2025-era HTTP session has its own), with why
+ * it is down and the last lines it wrote on stderr. Read by the banner, the
+ * info page and /healthz.
+ */
+
+export type UpstreamState = 'starting' | 'ready' | 'retrying' | 'gave_up';
+
+export interface UpstreamStatus {
+  state: UpstreamState;
+  /** Why it is down (not `ready`). */
+  reason?: string;
+  /** The last lines the process wrote on stderr when it went down (operator surfaces only). */
+  stderr?: string[];
+}
+
+/** Lines of stderr kept with a failure: enough to see why, bounded. */
+const STDERR_LINES = 5;
+
+export class UpstreamStatusBoard {
+  readonly #states = new Map<string, UpstreamStatus>();
+
+  constructor(names: readonly string[] = []) {
+    for (const name of names) this.#states.set(name, { state: 'starting' });
+  }
+
+  /** Records what an upstream connection just became. */
+  observe(upstream: Upstream, gaveUp = false): void {
+    if (upstream.available) {
+      this.#states.set(upstream.name, { state: 'ready' });
+      return;
+    }
+    const failure = upstream.failure;
+    const stderr = typeof failure?.details?.stderr === 'string' ? failure.details.stderr : '';
+    const lines = stderr
+      .split('\n')
+      .map((line) => line.trimEnd())
+      .filter((line) => line.trim() !== '')
+      .slice(-STDERR_LINES);
+    this.#states.set(upstream.name, {
+      state: gaveUp ? 'gave_up' : 'retrying',
+      ...(failure ? { reason: failure.message } : {}),
+      ...(lines.length > 0 ? { stderr: lines } : {}),
+    });
+  }
+
+  get(name: string): UpstreamStatus {
+    return this.#states.get(name) ?? { state: 'starting' };
+  }
+
+  /** Every upstream's state, in the order they were named. */
+  all(): { name: string; status: UpstreamStatus }[] {
+    return [...this.#states].map(([name, status]) => ({ name, status }));
+  }
+
+  /** `ok` when every upstream is ready, else `degraded`. */
+  summary(): 'ok' | 'degraded' {
+    return [...this.#states.values()].every((status) => status.state === 'ready') ? 'ok' : 'degraded';
+  }
+}
