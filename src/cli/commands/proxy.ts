@@ -47,12 +47,38 @@ function waitForSignal(): Promise<void> {
   });
 }
 
-/** The command's base name, made safe as a folder name for logs. */
-function upstreamName(command: string): string {
-  const base = basename(command)
-    .replace(/[^A-Za-z0-9_.-]/g, '-')
-    .replace(/^[^A-Za-z0-9]+/, '');
-  return base.slice(0, 64) || 'upstream';
+/** Commands that run a program named by their first argument that is not an option. */
+const INTERPRETERS = new Set([
+  'node',
+  'nodejs',
+  'python',
+  'python3',
+  'deno',
+  'bun',
+  'ruby',
+  'perl',
+  'php',
+  'java',
+  'uv',
+  'uvx',
+  'npx',
+  'tsx',
+]);
+
+/**
+ * The upstream's name for logs and records: the command's base name, or for an
+ * interpreter (`node server.ts`, `python3 -m pkg`) the program it runs, without
+ * its extension; made safe as a folder name.
+ */
+export function upstreamName(command: string, args: readonly string[] = []): string {
+  let base = basename(command).replace(/\.exe$/i, '');
+  if (INTERPRETERS.has(base)) {
+    const moduleFlag = args.indexOf('-m');
+    const program = moduleFlag >= 0 ? args[moduleFlag + 1] : args.find((arg) => !arg.startsWith('-'));
+    if (program) base = basename(program).replace(/\.(?:[cm]?[jt]s|py|rb|pl|php|jar)$/i, '');
+  }
+  const safe = base.replace(/[^A-Za-z0-9_.-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
+  return safe.slice(0, 64) || 'upstream';
 }
 
 export const registerProxy: Registrar = (program, invocation) => {
@@ -88,7 +114,7 @@ export const registerProxy: Registrar = (program, invocation) => {
             `--dialect wants one of ${UPSTREAM_DIALECTS.join(', ')}; got ${options.dialect}`,
           );
         }
-        const name = options.name ?? upstreamName(command);
+        const name = options.name ?? upstreamName(command, args);
         const listen = options.http ? parseListen(options.http) : undefined;
         // A proxy is a gateway with one upstream: the same configuration, checked the same way.
         const { resolveGatewayConfig } = await import('../../gateway/config.ts');
