@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { EnvelopeError } from '../errors/index.ts';
+import { PACKAGE_VERSION } from '../version.ts';
 import type { Invocation, Registrar } from './command.ts';
 import { registerCanonicalize } from './commands/canonicalize.ts';
 import {
@@ -46,7 +47,7 @@ const REGISTRARS: readonly Registrar[] = [
   registerLedger,
 ];
 
-export const VERSION = '0.1.0';
+export const VERSION = PACKAGE_VERSION;
 
 export function buildProgram(invocation: Invocation): Command {
   const program = new Command('mcp-envelope')

@@ -11,6 +11,7 @@ import type {
 } from '@modelcontextprotocol/server';
 import { ProtocolError, Server } from '@modelcontextprotocol/server';
 import { EnvelopeError, toJsonRpcError } from '../errors/index.ts';
+import { PACKAGE_VERSION } from '../version.ts';
 import { connectionSink, Downstream, isModernEra, toProtocolError } from './downstream.ts';
 import { NAMESPACE_SEPARATOR } from './namespace.ts';
 import type { Upstream } from './upstream.ts';
@@ -129,7 +130,7 @@ export class Relay {
     this.downstream = options.downstream ?? new Downstream(upstreams, { maxParked: options.maxParkedCalls });
     const single = upstreams.length === 1 ? upstreams[0] : undefined;
     const info = options.serverInfo ??
-      single?.serverInfo ?? { name: 'mcp-envelope-gateway', version: '0.1.0' };
+      single?.serverInfo ?? { name: 'mcp-envelope-gateway', version: PACKAGE_VERSION };
     const capabilities = options.capabilities ?? mergeCapabilities(upstreams);
     this.server = new Server(info, {
       capabilities,

@@ -1,6 +1,7 @@
 import { EnvelopeError } from '../errors/index.ts';
 import { createIdSource } from '../ids/index.ts';
 import { Ledger } from '../ledger/index.ts';
+import { PACKAGE_VERSION } from '../version.ts';
 import { CallLog } from './call-log.ts';
 import { callTimeoutMs, type GatewayConfig, type UpstreamConfig } from './config.ts';
 import { Enforcement } from './enforcement.ts';
@@ -16,7 +17,7 @@ import { UpstreamStatusBoard } from './upstream-status.ts';
  * listeners the configuration asks for. `proxy` and `gateway` both start here.
  */
 
-export const GATEWAY_VERSION = '0.1.0';
+export const GATEWAY_VERSION = PACKAGE_VERSION;
 
 export interface RunningGateway {
   http: HttpGateway | undefined;

@@ -19,6 +19,7 @@ import {
 import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../canonical/index.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
+import { PACKAGE_VERSION } from '../version.ts';
 import { ChildProcessTransport, StderrRing } from './child-transport.ts';
 import { connectionVerdict, lossReason } from './connection-loss.ts';
 import { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelayMs } from './restart-policy.ts';
@@ -199,7 +200,7 @@ export class Upstream {
 
   async #start(): Promise<void> {
     const client = new Client(
-      this.#options.clientInfo ?? { name: 'mcp-envelope-gateway', version: '0.1.0' },
+      this.#options.clientInfo ?? { name: 'mcp-envelope-gateway', version: PACKAGE_VERSION },
       {
         capabilities: CLIENT_CAPABILITIES,
       },
