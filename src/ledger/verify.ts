@@ -4,7 +4,7 @@
  * verifier on it, with the envelope it arrived in when there was one.
  */
 import { computeRecordDigest } from '../provenance/integrity.ts';
-import { type VerifyCheck, type VerifyOptions, verify } from '../provenance/verify.ts';
+import { type VerifyCheck, type VerifyCoverage, type VerifyOptions, verify } from '../provenance/verify.ts';
 import type { Ledger, LedgerEntry } from './store.ts';
 
 export interface LedgerEntryReport {
@@ -13,6 +13,8 @@ export interface LedgerEntryReport {
   tool: string;
   record_digest: string;
   ok: boolean;
+  /** What the record carries and what of it was checked (the provenance verifier's coverage). */
+  coverage: VerifyCoverage;
   checks: VerifyCheck[];
 }
 
@@ -45,6 +47,8 @@ export async function verifyEntry(
     tool: entry.tool,
     record_digest: entry.record_digest,
     ok: checks.every((check) => check.status !== 'fail'),
+    // A row edited after it was stored fails even when the record carries no digest of its own.
+    coverage: stored.status === 'fail' ? { ...report.coverage, verdict: 'failed' } : report.coverage,
     checks,
   };
 }

@@ -46,8 +46,15 @@ export {
 } from './record.ts';
 export {
   type CheckStatus,
+  type CoverageItem,
+  type CoverageStatus,
+  type CoverageTally,
+  describeCoverage,
   type VerifyCheck,
+  type VerifyCoverage,
   type VerifyOptions,
   type VerifyReport,
+  type VerifyVerdict,
+  verdictLine,
   verify,
 } from './verify.ts';

@@ -38,17 +38,72 @@ export interface VerifyCheck {
   code?: string;
 }
 
+/** `verified`/`failed`: checked; `absent`: not in the record (nothing to check); `not_checked`: present, but not checkable here. */
+export type CoverageStatus = 'verified' | 'failed' | 'absent' | 'not_checked';
+
+/** The record digest or the signature. */
+export interface CoverageItem {
+  /** Whether the record carries it. */
+  present: boolean;
+  status: CoverageStatus;
+  /** What was found, or why it was not checked. */
+  detail: string;
+}
+
+/** Artifact digests, evidence anchors or parent links: how many the record carries and what became of each. */
+export interface CoverageTally {
+  present: number;
+  verified: number;
+  failed: number;
+  not_checked: number;
+  /** Why some were not checked: distinct reasons, in order of first appearance. */
+  reasons: string[];
+}
+
+/**
+ * - `verified`: everything the record carries (digests, signature, evidence anchors, parents) was checked and held;
+ * - `partially_verified`: a digest or the signature was verified, something else could not be checked;
+ * - `nothing_verified`: the record carries integrity-bearing items, but none could be checked here;
+ * - `nothing_to_verify`: the record carries no record digest, signature or artifact digest;
+ * - `failed`: a check failed.
+ */
+export type VerifyVerdict =
+  | 'verified'
+  | 'partially_verified'
+  | 'nothing_verified'
+  | 'nothing_to_verify'
+  | 'failed';
+
+/** What the record carries and what of it was checked: a reader must not take "nothing to check" for "checked". */
+export interface VerifyCoverage {
+  verdict: VerifyVerdict;
+  record_digest: CoverageItem;
+  signature: CoverageItem;
+  /** Over the artifacts that carry a digest; `artifacts` counts all of them, digest or not. */
+  artifact_digests: CoverageTally & { artifacts: number };
+  /** `verified` counts the anchors that resolve. */
+  evidence_anchors: CoverageTally;
+  /** Over the record's parents; `verified` counts those found among the other records given. */
+  lineage: CoverageTally;
+}
+
 export interface VerifyReport {
   subject: 'envelope' | 'record';
   run_id?: string;
+  /** No check failed. Read `coverage.verdict` for what was actually verified. */
   ok: boolean;
   counts: Record<CheckStatus, number>;
+  coverage: VerifyCoverage;
   checks: VerifyCheck[];
 }
 
 export interface VerifyOptions {
   /** Folder the artifacts' content is read from (and only from). */
   artifactsDir?: string;
+  /**
+   * Key to verify the signature with. Giving one asks for a signed record: an
+   * unsigned record then fails.
+   */
   publicKey?: KeyObject;
   /** Other records, for lineage checks. */
   lineage?: LineageGraph;
@@ -272,6 +327,168 @@ async function evidenceChecks(record: ProvRecord, source: ContentSource): Promis
   return checks;
 }
 
+interface LineageOutcome {
+  check: VerifyCheck;
+  tally: CoverageTally;
+}
+
+/** Parents found among the other records given, and no cycle back to this record. */
+function lineageCheck(record: ProvRecord, lineage: LineageGraph | undefined): LineageOutcome | undefined {
+  const parents = [...new Set(record.parents ?? [])];
+  if (parents.length === 0) return undefined;
+  const outcome = (
+    status: CheckStatus,
+    message: string,
+    counts: Pick<CoverageTally, 'verified' | 'failed' | 'not_checked'>,
+    reason?: string,
+  ): LineageOutcome => ({
+    check: {
+      check: 'lineage',
+      status,
+      message,
+      ...(status === 'fail' ? { code: 'LINEAGE_CYCLE' } : {}),
+    },
+    tally: { present: parents.length, ...counts, reasons: reason ? [reason] : [] },
+  });
+  const plural = parents.length === 1 ? 'parent' : 'parents';
+  if (!lineage) {
+    return outcome(
+      'skip',
+      `${parents.length} ${plural}, not checked: no other records given`,
+      { verified: 0, failed: 0, not_checked: parents.length },
+      'no other records given',
+    );
+  }
+  const everyFailed = { verified: 0, failed: parents.length, not_checked: 0 };
+  if (parents.includes(record.run_id)) {
+    return outcome('fail', `the record names itself (${record.run_id}) as a parent`, everyFailed);
+  }
+  const backLink = lineage
+    .ancestors(record.run_id)
+    .find((id) => lineage.get(id)?.parents.includes(record.run_id));
+  if (backLink !== undefined) {
+    return outcome(
+      'fail',
+      `ancestor ${backLink} names ${record.run_id} as its parent: the lineage has a cycle`,
+      everyFailed,
+    );
+  }
+  const missing = parents.filter((parent) => !lineage.get(parent));
+  const found = parents.length - missing.length;
+  if (missing.length === 0) {
+    return outcome(
+      'pass',
+      `${found} of ${parents.length} ${plural} found among the records given, no cycle`,
+      {
+        verified: found,
+        failed: 0,
+        not_checked: 0,
+      },
+    );
+  }
+  return outcome(
+    'skip',
+    `${found} of ${parents.length} ${plural} found; not among the records given: ${missing.join(', ')}`,
+    { verified: found, failed: 0, not_checked: missing.length },
+    `not among the records given: ${missing.join(', ')}`,
+  );
+}
+
+function tally(checks: readonly VerifyCheck[], present: number): CoverageTally {
+  const result: CoverageTally = { present, verified: 0, failed: 0, not_checked: 0, reasons: [] };
+  for (const check of checks) {
+    if (check.status === 'pass') result.verified++;
+    else if (check.status === 'fail') result.failed++;
+    else {
+      result.not_checked++;
+      const reason = check.message.replace(/^.*content not obtainable: /, 'content not obtainable: ');
+      if (!result.reasons.includes(reason)) result.reasons.push(reason);
+    }
+  }
+  return result;
+}
+
+function coverageItem(
+  check: VerifyCheck | undefined,
+  present: boolean,
+  absentDetail: string,
+  unchecked: string | undefined,
+): CoverageItem {
+  if (!check) {
+    return present
+      ? { present, status: 'not_checked', detail: unchecked ?? 'not checked' }
+      : { present, status: 'absent', detail: absentDetail };
+  }
+  const status: CoverageStatus =
+    check.status === 'pass' ? 'verified' : check.status === 'fail' ? 'failed' : 'not_checked';
+  return { present, status, detail: check.message };
+}
+
+/**
+ * What the record carries and what became of it. `unchecked` (when the record
+ * could not be read as one) marks everything not checked, for that reason.
+ */
+function coverageOf(
+  record: ProvRecord | undefined,
+  checks: readonly VerifyCheck[],
+  unchecked?: string,
+  lineageTally?: CoverageTally,
+): VerifyCoverage {
+  const named = (prefix: string) => checks.filter((check) => check.check.startsWith(prefix));
+  const counted = (prefix: string, present: number): CoverageTally =>
+    unchecked === undefined
+      ? tally(named(prefix), present)
+      : { present, verified: 0, failed: 0, not_checked: present, reasons: present > 0 ? [unchecked] : [] };
+  const artifacts = record ? [...(record.inputs ?? []), ...(record.outputs ?? [])] : [];
+  const withDigest = artifacts.filter((artifact) => artifact.digest !== undefined).length;
+  const parents = record ? new Set(record.parents ?? []).size : 0;
+  const integrity = record?.integrity;
+  const lineage: CoverageTally = lineageTally ?? {
+    present: parents,
+    verified: 0,
+    failed: 0,
+    not_checked: parents,
+    reasons: parents > 0 ? [unchecked ?? 'not checked'] : [],
+  };
+  const coverage: Omit<VerifyCoverage, 'verdict'> = {
+    record_digest: coverageItem(
+      checks.find((check) => check.check === 'record_digest'),
+      integrity?.record_digest !== undefined,
+      'the record has no integrity.record_digest',
+      unchecked,
+    ),
+    signature: coverageItem(
+      checks.find((check) => check.check === 'signature'),
+      integrity?.signature !== undefined,
+      'the record is not signed (no integrity.signature)',
+      unchecked,
+    ),
+    artifact_digests: { artifacts: artifacts.length, ...counted('artifact:', withDigest) },
+    evidence_anchors: counted('evidence[', record ? (record.evidence ?? []).length : 0),
+    lineage,
+  };
+  const integrityItems = [coverage.record_digest, coverage.signature];
+  const present = integrityItems.some((item) => item.present) || coverage.artifact_digests.present > 0;
+  const verified =
+    integrityItems.some((item) => item.status === 'verified') || coverage.artifact_digests.verified > 0;
+  const someUnchecked =
+    integrityItems.some((item) => item.status === 'not_checked') ||
+    [coverage.artifact_digests, coverage.evidence_anchors, coverage.lineage].some(
+      (entry) => entry.not_checked > 0,
+    );
+  const failed = checks.some((check) => check.status === 'fail');
+  const verdict: VerifyVerdict = failed
+    ? 'failed'
+    : !present
+      ? 'nothing_to_verify'
+      : !verified
+        ? 'nothing_verified'
+        : someUnchecked
+          ? 'partially_verified'
+          : 'verified';
+  return { verdict, ...coverage };
+}
+
 function count(checks: readonly VerifyCheck[]): Record<CheckStatus, number> {
   const counts: Record<CheckStatus, number> = { pass: 0, fail: 0, skip: 0, warn: 0 };
   for (const check of checks) counts[check.status]++;
@@ -308,7 +525,13 @@ export async function verify(subject: unknown, options: VerifyOptions = {}): Pro
         code: 'PROVENANCE_VERIFICATION_FAILED',
         message: 'envelope carries no provenance record: nothing to verify',
       });
-      return { subject: kind, ok: false, counts: count(checks), checks };
+      return {
+        subject: kind,
+        ok: false,
+        counts: count(checks),
+        coverage: coverageOf(undefined, checks),
+        checks,
+      };
     }
   }
   if (!isJsonObject(recordValue)) {
@@ -329,7 +552,20 @@ export async function verify(subject: unknown, options: VerifyOptions = {}): Pro
         },
   );
   if (!schema.valid && !Array.isArray(recordValue.methods)) {
-    return { subject: kind, ok: false, counts: count(checks), checks };
+    const partial = recordValue as unknown as ProvRecord;
+    const coverage = coverageOf(
+      {
+        ...partial,
+        inputs: Array.isArray(partial.inputs) ? partial.inputs : [],
+        outputs: Array.isArray(partial.outputs) ? partial.outputs : [],
+        evidence: Array.isArray(partial.evidence) ? partial.evidence : [],
+        parents: Array.isArray(partial.parents) ? partial.parents : [],
+        integrity: isJsonObject(partial.integrity) ? partial.integrity : undefined,
+      } as ProvRecord,
+      checks,
+      'the record is not a valid prov.record.v0.1',
+    );
+    return { subject: kind, ok: false, counts: count(checks), coverage, checks };
   }
   const record = recordValue as unknown as ProvRecord;
 
@@ -377,7 +613,159 @@ export async function verify(subject: unknown, options: VerifyOptions = {}): Pro
       message: signature.message,
       ...(signature.status === 'fail' ? { code: 'SIGNATURE_INVALID' } : {}),
     });
+  } else if (options.publicKey) {
+    // The auditor asked for a signature by giving a key: an unsigned record must not pass.
+    checks.push({
+      check: 'signature',
+      status: 'fail',
+      code: 'SIGNATURE_INVALID',
+      message: 'a public key was given, but the record is not signed (no integrity.signature)',
+    });
   }
+  const lineage = lineageCheck(record, options.lineage);
+  if (lineage) checks.push(lineage.check);
   const counts = count(checks);
-  return { subject: kind, run_id: record.run_id, ok: counts.fail === 0, counts, checks };
+  return {
+    subject: kind,
+    run_id: record.run_id,
+    ok: counts.fail === 0,
+    counts,
+    coverage: coverageOf(record, checks, undefined, lineage?.tally),
+    checks,
+  };
+}
+
+const ITEM_WORD: Record<CoverageStatus, string> = {
+  verified: 'verified',
+  failed: 'FAILED',
+  absent: 'absent',
+  not_checked: 'not checked',
+};
+
+function plural(count: number, one: string, many = `${one}s`): string {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
+function describeItem(item: CoverageItem): string {
+  return `${ITEM_WORD[item.status]}: ${item.detail}`;
+}
+
+function describeTally(entry: CoverageTally, done: string, absent: string): string {
+  if (entry.present === 0 && entry.failed === 0) return `absent: ${absent}`;
+  const parts = [`${entry.verified} of ${entry.present} ${done}`];
+  if (entry.failed > 0) parts.push(`${entry.failed} FAILED`);
+  if (entry.not_checked > 0) parts.push(`${entry.not_checked} not checked (${entry.reasons.join('; ')})`);
+  return parts.join(', ');
+}
+
+/** The coverage for people: one line per item, what the record carries and what was checked. */
+export function describeCoverage(coverage: VerifyCoverage): string[] {
+  const artifacts = coverage.artifact_digests;
+  const undigested = artifacts.artifacts - artifacts.present;
+  let artifactLine = describeTally(
+    artifacts,
+    'verified',
+    artifacts.artifacts === 0
+      ? 'the record lists no artifacts'
+      : `no artifact carries a digest (${plural(artifacts.artifacts, 'artifact')} without)`,
+  );
+  if (artifacts.present > 0 && undigested > 0)
+    artifactLine += `; ${plural(undigested, 'artifact')} without a digest`;
+  return [
+    'coverage:',
+    `  record digest     ${describeItem(coverage.record_digest)}`,
+    `  signature         ${describeItem(coverage.signature)}`,
+    `  artifact digests  ${artifactLine}`,
+    `  evidence anchors  ${describeTally(coverage.evidence_anchors, 'resolved', 'the record has no evidence')}`,
+    `  lineage           ${describeTally(coverage.lineage, 'parents found', 'the record has no parents')}`,
+  ];
+}
+
+/** Items verified, as `record digest, signature, 2/2 artifact digests`. */
+function verifiedItems(coverage: VerifyCoverage, withIntegrity: boolean): string[] {
+  const items: string[] = [];
+  if (withIntegrity) {
+    if (coverage.record_digest.status === 'verified') items.push('record digest');
+    if (coverage.signature.status === 'verified') items.push('signature');
+    const artifacts = coverage.artifact_digests;
+    if (artifacts.verified > 0) items.push(`${artifacts.verified}/${artifacts.present} artifact digests`);
+  }
+  const evidence = coverage.evidence_anchors;
+  if (evidence.verified > 0) items.push(`${evidence.verified}/${evidence.present} evidence anchors`);
+  const lineage = coverage.lineage;
+  if (lineage.verified > 0) items.push(`${lineage.verified}/${lineage.present} parent links`);
+  return items;
+}
+
+function uncheckedItems(coverage: VerifyCoverage): string[] {
+  const items: string[] = [];
+  if (coverage.record_digest.status === 'not_checked') items.push('record digest');
+  if (coverage.signature.status === 'not_checked') items.push('signature');
+  for (const [entry, name] of [
+    [coverage.artifact_digests, 'artifact digests'],
+    [coverage.evidence_anchors, 'evidence anchors'],
+    [coverage.lineage, 'parent links'],
+  ] as const) {
+    if (entry.not_checked > 0) items.push(`${entry.not_checked}/${entry.present} ${name}`);
+  }
+  return items;
+}
+
+/** Integrity-bearing items the record does not carry. */
+function absentItems(coverage: VerifyCoverage): string[] {
+  const items: string[] = [];
+  if (!coverage.record_digest.present) items.push('record digest');
+  if (!coverage.signature.present) items.push('signature');
+  if (coverage.artifact_digests.present === 0) items.push('artifact digests');
+  return items;
+}
+
+const COVERAGE_CHECKS = /^(?:record_digest|signature|lineage|artifact:|evidence\[)/;
+
+function failedItems(report: VerifyReport): string[] {
+  const { coverage } = report;
+  const items: string[] = [];
+  if (coverage.record_digest.status === 'failed') items.push('record digest');
+  if (coverage.signature.status === 'failed')
+    items.push(coverage.signature.present ? 'signature' : 'signature absent though a public key was given');
+  for (const [entry, name] of [
+    [coverage.artifact_digests, 'artifact digests'],
+    [coverage.evidence_anchors, 'evidence anchors'],
+    [coverage.lineage, 'parent links'],
+  ] as const) {
+    if (entry.failed > 0) items.push(`${entry.failed}/${entry.present} ${name}`);
+  }
+  for (const check of report.checks) {
+    if (check.status === 'fail' && !COVERAGE_CHECKS.test(check.check) && !items.includes(check.check))
+      items.push(check.check);
+  }
+  return items;
+}
+
+/**
+ * The closing line for people. Never a bare VERIFIED: it names what was
+ * verified, what could not be checked, or that the record carries nothing to verify.
+ */
+export function verdictLine(report: VerifyReport): string {
+  const { counts, coverage } = report;
+  const tail = `(${counts.pass} passed, ${counts.fail} failed, ${counts.skip} skipped, ${counts.warn} warnings)`;
+  const others = verifiedItems(coverage, false);
+  const structure =
+    others.length > 0
+      ? `only its structure, claimed methods and ${others.join(', ')} were checked`
+      : 'only its structure and claimed methods were checked';
+  const absent = absentItems(coverage);
+  const absentPart = absent.length > 0 ? `; absent: ${absent.join(', ')}` : '';
+  switch (coverage.verdict) {
+    case 'failed':
+      return `NOT VERIFIED: failed: ${failedItems(report).join(', ')} ${tail}`;
+    case 'nothing_to_verify':
+      return `NOTHING TO VERIFY: the record carries no record digest, signature or artifact digest; ${structure} ${tail}`;
+    case 'nothing_verified':
+      return `NOTHING VERIFIED: not checked: ${uncheckedItems(coverage).join(', ')}${absentPart}; ${structure} ${tail}`;
+    case 'partially_verified':
+      return `PARTIALLY VERIFIED: ${verifiedItems(coverage, true).join(', ')}; not checked: ${uncheckedItems(coverage).join(', ')}${absentPart} ${tail}`;
+    case 'verified':
+      return `VERIFIED: ${verifiedItems(coverage, true).join(', ')}${absentPart} ${tail}`;
+  }
 }

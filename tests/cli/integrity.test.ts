@@ -141,3 +141,143 @@ describe('lineage', () => {
     expect(JSON.parse(run.stdout).acyclic).toBe(false);
   });
 });
+
+describe('verify says what was and was not verified', () => {
+  let work: TempDir;
+  const lastLine = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
+  const cli = (args: string[]) => runCli(args, { cwd: work.path });
+
+  beforeAll(async () => {
+    work = await tempDir();
+    await work.file('result.json', '{"ok":true,"count":3}\n');
+    expect((await cli(['keygen', '--out', 'demo'])).code).toBe(0);
+    const full = await cli([
+      'wrap',
+      '--capture-provenance',
+      '--capture-artifacts',
+      '--deterministic-ids',
+      'demo',
+      'result.json',
+    ]);
+    expect(full.code).toBe(0);
+    await work.file('enveloped.json', full.stdout);
+    const signedRun = await cli(['sign', 'enveloped.json', '--private-key', 'demo.private.pem']);
+    expect(signedRun.code).toBe(0);
+    await work.file('signed.json', signedRun.stdout);
+    const minimal = await cli(['wrap', '--capture-provenance', 'result.json']);
+    expect(minimal.code).toBe(0);
+    await work.file('minimal.json', minimal.stdout);
+  });
+  afterAll(async () => {
+    await work.remove();
+  });
+
+  it('lists what it verified for a signed record with its key and artifacts (the README example)', async () => {
+    const run = await cli(['verify', 'signed.json', '--public-key', 'demo.public.pem', '--artifacts', '.']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('  record digest     verified: record_digest matches (sha256)');
+    expect(run.stdout).toContain('  artifact digests  2 of 2 verified');
+    expect(run.stdout).toContain('  evidence anchors  absent: the record has no evidence');
+    expect(lastLine(run.stdout)).toBe(
+      'VERIFIED: record digest, signature, 2/2 artifact digests (14 passed, 0 failed, 0 skipped, 0 warnings)',
+    );
+    const json = await cli([
+      '--json',
+      'verify',
+      'signed.json',
+      '--public-key',
+      'demo.public.pem',
+      '--artifacts',
+      '.',
+    ]);
+    expect(JSON.parse(json.stdout).coverage).toMatchObject({
+      verdict: 'verified',
+      record_digest: { present: true, status: 'verified' },
+      signature: { present: true, status: 'verified' },
+      artifact_digests: { artifacts: 2, present: 2, verified: 2, failed: 0, not_checked: 0 },
+      evidence_anchors: { present: 0 },
+      lineage: { present: 0 },
+    });
+  });
+
+  it('says what it could not check without the key or the artifacts folder', async () => {
+    const run = await cli(['--json', 'verify', 'signed.json']);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout).coverage).toMatchObject({
+      verdict: 'partially_verified',
+      signature: { present: true, status: 'not_checked', detail: expect.stringMatching(/no public key/) },
+      artifact_digests: { present: 2, verified: 1, not_checked: 1 },
+    });
+    const human = await cli(['verify', 'signed.json']);
+    expect(lastLine(human.stdout)).toMatch(
+      /^PARTIALLY VERIFIED: record digest, 1\/2 artifact digests; not checked: signature, 1\/2 artifact digests \(/,
+    );
+  });
+
+  it('never prints a bare VERIFIED for a minimal record with no digests', async () => {
+    const run = await cli(['verify', 'minimal.json']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toMatch(/^VERIFIED/m);
+    expect(run.stdout).toContain('  record digest     absent: the record has no integrity.record_digest');
+    expect(run.stdout).toContain('  signature         absent: the record is not signed');
+    expect(run.stdout).toContain(
+      '  artifact digests  absent: no artifact carries a digest (2 artifacts without)',
+    );
+    expect(lastLine(run.stdout)).toMatch(
+      /^NOTHING TO VERIFY: the record carries no record digest, signature or artifact digest; only its structure and claimed methods were checked \(\d+ passed, 0 failed/,
+    );
+    const json = JSON.parse((await cli(['--json', 'verify', 'minimal.json'])).stdout);
+    expect(json.ok).toBe(true);
+    expect(json.coverage).toMatchObject({
+      verdict: 'nothing_to_verify',
+      record_digest: { present: false, status: 'absent' },
+      signature: { present: false, status: 'absent' },
+      artifact_digests: { artifacts: 2, present: 0, verified: 0 },
+    });
+  });
+
+  it('a signed record without artifact digests verifies, and says the digests are absent', async () => {
+    const signedMinimal = await cli(['sign', 'minimal.json', '--private-key', 'demo.private.pem']);
+    await work.file('signed-minimal.json', signedMinimal.stdout);
+    const run = await cli(['verify', 'signed-minimal.json', '--public-key', 'demo.public.pem']);
+    expect(run.code).toBe(0);
+    expect(lastLine(run.stdout)).toMatch(/^VERIFIED: record digest, signature; absent: artifact digests \(/);
+    const json = JSON.parse(
+      (await cli(['--json', 'verify', 'signed-minimal.json', '--public-key', 'demo.public.pem'])).stdout,
+    );
+    expect(json.coverage.artifact_digests).toMatchObject({ artifacts: 2, present: 0, verified: 0 });
+  });
+
+  it('a signed record whose record digest was removed: digest absent, signature fails', async () => {
+    const envelope = JSON.parse(await readFile(join(work.path, 'signed.json'), 'utf8'));
+    delete envelope.provenance.integrity.record_digest;
+    await work.file('no-record-digest.json', envelope);
+    const run = await cli(['--json', 'verify', 'no-record-digest.json', '--public-key', 'demo.public.pem']);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout).coverage).toMatchObject({
+      verdict: 'failed',
+      record_digest: { present: false, status: 'absent' },
+      signature: { present: true, status: 'failed' },
+    });
+  });
+
+  it('fails an unsigned record when a public key is given, even without --strict', async () => {
+    for (const file of ['minimal.json', 'enveloped.json']) {
+      const run = await cli(['verify', file, '--public-key', 'demo.public.pem', '--artifacts', '.']);
+      expect(run.code, file).toBe(1);
+      expect(run.stdout).toContain(
+        'FAIL signature: a public key was given, but the record is not signed (no integrity.signature)',
+      );
+      expect(lastLine(run.stdout)).toMatch(
+        /^NOT VERIFIED: failed: signature absent though a public key was given \(/,
+      );
+    }
+    const json = await cli(['--json', 'verify', 'minimal.json', '--public-key', 'demo.public.pem']);
+    const report = JSON.parse(json.stdout);
+    expect(report.ok).toBe(false);
+    expect(report.coverage.signature).toMatchObject({ present: false, status: 'failed' });
+    expect(report.checks).toContainEqual(
+      expect.objectContaining({ check: 'signature', status: 'fail', code: 'SIGNATURE_INVALID' }),
+    );
+  });
+});

@@ -12,7 +12,7 @@ import {
 } from '../../provenance/integrity.ts';
 import { LineageGraph } from '../../provenance/lineage.ts';
 import type { ProvRecord } from '../../provenance/record.ts';
-import { verify } from '../../provenance/verify.ts';
+import { describeCoverage, verdictLine, verify } from '../../provenance/verify.ts';
 import { defaultRegistry, SCHEMA_IDS, schemaError } from '../../schemas/index.ts';
 import { type Registrar, runs } from '../command.ts';
 import { readInputBytes, readJsonInput } from '../input.ts';
@@ -120,11 +120,14 @@ export const registerVerify: Registrar = (program, invocation) => {
   program
     .command('verify')
     .description(
-      'verify a record or an envelope: recompute digests from obtainable inputs, resolve evidence, check every claimed contract, the record digest and the signature',
+      'verify a record or an envelope: recompute digests from obtainable inputs, resolve evidence, check every claimed contract, the record digest and the signature, and say which of them the record carries and which were checked',
     )
     .argument('<file>', 'prov.record.v0.1 or mcp.envelope.v0.1 file, or - for stdin')
     .option('--artifacts <dir>', 'folder holding artifact content (locators are confined to it)')
-    .option('--public-key <file>', 'Ed25519 public key (SPKI PEM) to verify the signature')
+    .option(
+      '--public-key <file>',
+      'Ed25519 public key (SPKI PEM) to verify the signature; an unsigned record then fails',
+    )
     .option('--records <paths...>', 'other records (files or folders) for lineage checks')
     .option('--strict', 'methods outside the catalog fail instead of warn')
     .action(
@@ -156,9 +159,7 @@ export const registerVerify: Registrar = (program, invocation) => {
           const lines = report.checks.map(
             (check) => `${check.status.toUpperCase().padEnd(4)} ${check.check}: ${check.message}`,
           );
-          lines.push(
-            `${report.ok ? 'VERIFIED' : 'NOT VERIFIED'}: ${report.counts.pass} passed, ${report.counts.fail} failed, ${report.counts.skip} skipped, ${report.counts.warn} warnings`,
-          );
+          lines.push(...describeCoverage(report.coverage), verdictLine(report));
           return { exitCode: report.ok ? EXIT.ok : EXIT.checkFailed, human: lines.join('\n'), json: report };
         },
       ),

@@ -18,6 +18,7 @@ import {
   signRecord,
   verify,
 } from '../../../src/provenance/index.ts';
+import { describeCoverage, verdictLine } from '../../../src/provenance/verify.ts';
 
 let root: string;
 let folder: string;
@@ -225,5 +226,175 @@ describe('verify envelopes and signed records', () => {
     expect(canonicalize(report)).toBe(
       canonicalize(await verify(child, { lineage: new LineageGraph([child]) })),
     );
+  });
+});
+
+describe('verify coverage: what the record carries and what was checked', () => {
+  const pair = generateSigningKeyPair();
+  const privateKey = loadPrivateKey(pair.privateKeyPem);
+  const publicKey = loadPublicKey(pair.publicKeyPem);
+  const bare = (runId = 'run-m') =>
+    new RecordBuilder({ runId, tool: { name: 't', version: '1' } })
+      .input({ id: 'in', mediaType: 'application/json' })
+      .output({ id: 'out', mediaType: 'application/json' })
+      .build();
+
+  it('a signed record with its key and artifacts is VERIFIED, naming each item checked', async () => {
+    const report = await verify(signRecord(recordWith(), privateKey), { artifactsDir: folder, publicKey });
+    expect(report.coverage).toEqual({
+      verdict: 'verified',
+      record_digest: { present: true, status: 'verified', detail: 'record_digest matches (sha256)' },
+      signature: {
+        present: true,
+        status: 'verified',
+        detail: expect.stringMatching(/^ed25519 signature by ed25519:[0-9a-f]{32} verifies$/),
+      },
+      artifact_digests: { artifacts: 2, present: 2, verified: 2, failed: 0, not_checked: 0, reasons: [] },
+      evidence_anchors: { present: 2, verified: 2, failed: 0, not_checked: 0, reasons: [] },
+      lineage: { present: 0, verified: 0, failed: 0, not_checked: 0, reasons: [] },
+    });
+    expect(verdictLine(report)).toMatch(
+      /^VERIFIED: record digest, signature, 2\/2 artifact digests, 2\/2 evidence anchors \(\d+ passed, 0 failed, 0 skipped, 0 warnings\)$/,
+    );
+    expect(describeCoverage(report.coverage)).toContain('  evidence anchors  2 of 2 resolved');
+  });
+
+  it('a minimal record is NOTHING TO VERIFY, never a bare VERIFIED', async () => {
+    const report = await verify(bare());
+    expect(report.ok).toBe(true);
+    expect(report.coverage).toMatchObject({
+      verdict: 'nothing_to_verify',
+      record_digest: { present: false, status: 'absent' },
+      signature: { present: false, status: 'absent' },
+      artifact_digests: { artifacts: 2, present: 0 },
+    });
+    expect(verdictLine(report)).toMatch(/^NOTHING TO VERIFY: the record carries no record digest/);
+    expect(describeCoverage(report.coverage)).toContain(
+      '  artifact digests  absent: no artifact carries a digest (2 artifacts without)',
+    );
+  });
+
+  it('digests it cannot check are NOTHING VERIFIED, with the reason', async () => {
+    const report = await verify(recordWith());
+    expect(report.ok).toBe(true);
+    expect(report.coverage.verdict).toBe('nothing_verified');
+    expect(report.coverage.artifact_digests).toMatchObject({
+      present: 2,
+      verified: 0,
+      not_checked: 2,
+      reasons: ['content not obtainable: no artifacts folder given'],
+    });
+    expect(verdictLine(report)).toMatch(
+      /^NOTHING VERIFIED: not checked: 2\/2 artifact digests, 2\/2 evidence anchors; absent: record digest, signature;/,
+    );
+  });
+
+  it('a signature without its key is PARTIALLY VERIFIED', async () => {
+    const report = await verify(signRecord(recordWith(), privateKey), { artifactsDir: folder });
+    expect(report.coverage.verdict).toBe('partially_verified');
+    expect(report.coverage.signature).toMatchObject({ present: true, status: 'not_checked' });
+    expect(verdictLine(report)).toMatch(
+      /^PARTIALLY VERIFIED: record digest, 2\/2 artifact digests.*; not checked: signature \(/,
+    );
+  });
+
+  it('a signed record whose artifacts carry no digest says they are absent', async () => {
+    const report = await verify(signRecord(bare(), privateKey), { publicKey });
+    expect(report.coverage).toMatchObject({
+      verdict: 'verified',
+      artifact_digests: { artifacts: 2, present: 0, verified: 0 },
+    });
+    expect(verdictLine(report)).toMatch(/^VERIFIED: record digest, signature; absent: artifact digests \(/);
+  });
+
+  it('an unsigned record fails when a public key is given', async () => {
+    for (const record of [bare(), recordWith()]) {
+      const report = await verify(record, { publicKey, artifactsDir: folder });
+      expect(report.ok).toBe(false);
+      expect(failed(report)).toEqual([
+        {
+          check: 'signature',
+          status: 'fail',
+          code: 'SIGNATURE_INVALID',
+          message: 'a public key was given, but the record is not signed (no integrity.signature)',
+        },
+      ]);
+      expect(report.coverage).toMatchObject({
+        verdict: 'failed',
+        signature: { present: false, status: 'failed' },
+      });
+      expect(verdictLine(report)).toMatch(
+        /^NOT VERIFIED: failed: signature absent though a public key was given/,
+      );
+    }
+  });
+
+  it('a removed record digest is absent, and the signature over it fails', async () => {
+    const signed = signRecord(recordWith(), privateKey);
+    delete signed.integrity?.record_digest;
+    const report = await verify(signed, { publicKey, artifactsDir: folder });
+    expect(report.coverage).toMatchObject({
+      verdict: 'failed',
+      record_digest: { present: false, status: 'absent' },
+      signature: { present: true, status: 'failed' },
+    });
+  });
+
+  it('checks parents against the other records given', async () => {
+    const parent = bare('parent');
+    const child = new RecordBuilder({ runId: 'child', tool: { name: 't', version: '1' } })
+      .parent('parent')
+      .parent('elsewhere')
+      .build();
+    const alone = await verify(child);
+    expect(alone.coverage.lineage).toMatchObject({
+      present: 2,
+      not_checked: 2,
+      reasons: ['no other records given'],
+    });
+    const partial = await verify(child, { lineage: new LineageGraph([parent, child]) });
+    expect(partial.coverage.lineage).toMatchObject({ present: 2, not_checked: 1 });
+    expect(partial.checks.find((check) => check.check === 'lineage')?.message).toMatch(
+      /1 of 2 parents found; not among the records given: elsewhere/,
+    );
+    const whole = new RecordBuilder({ runId: 'child', tool: { name: 't', version: '1' } })
+      .parent('parent')
+      .build();
+    const found = await verify(whole, { lineage: new LineageGraph([parent, whole]) });
+    expect(found.coverage.lineage).toMatchObject({ present: 1, verified: 1, not_checked: 0 });
+    const loop = new RecordBuilder({ runId: 'parent', tool: { name: 't', version: '1' } })
+      .parent('child')
+      .build();
+    const cycle = await verify(whole, { lineage: new LineageGraph([loop, whole]) });
+    expect(failed(cycle)).toEqual([expect.objectContaining({ check: 'lineage', code: 'LINEAGE_CYCLE' })]);
+    expect(cycle.coverage.verdict).toBe('failed');
+  });
+
+  it('a record too broken to read marks what it carries as not checked', async () => {
+    const signed = signRecord(recordWith(), privateKey) as unknown as Record<string, unknown>;
+    delete signed.methods;
+    const report = await verify(signed, { publicKey, artifactsDir: folder });
+    expect(report.coverage).toMatchObject({
+      verdict: 'failed',
+      record_digest: {
+        present: true,
+        status: 'not_checked',
+        detail: 'the record is not a valid prov.record.v0.1',
+      },
+      signature: { present: true, status: 'not_checked' },
+      artifact_digests: { present: 2, verified: 0, not_checked: 2 },
+    });
+    expect(verdictLine(report)).toMatch(/^NOT VERIFIED: failed: schema:record \(/);
+  });
+
+  it('an envelope without provenance reports everything absent and fails', async () => {
+    const report = await verify(wrapLegacy(1));
+    expect(report.coverage).toMatchObject({
+      verdict: 'failed',
+      record_digest: { present: false, status: 'absent' },
+      signature: { present: false, status: 'absent' },
+      artifact_digests: { artifacts: 0, present: 0 },
+    });
+    expect(verdictLine(report)).toMatch(/^NOT VERIFIED: failed: provenance \(/);
   });
 });
