@@ -40,6 +40,11 @@ export interface HttpGatewayOptions extends OriginPolicy {
   path?: string;
   /** Most concurrent 2025-era sessions (each owns its upstream connections). */
   maxSessions?: number;
+  /**
+   * Most concurrent 2025-era sessions one principal may hold (a bearer token;
+   * an anonymous caller is its remote address), so one client cannot take them all.
+   */
+  maxSessionsPerPrincipal?: number;
   /** Sessions idle this long are closed. */
   sessionIdleMs?: number;
   /** Keep recent SSE events per session so a client can resume with Last-Event-ID (default false). */
@@ -68,6 +73,15 @@ interface SessionEntry {
   close(): Promise<void>;
   session: GatewaySession;
   lastSeen: number;
+  /** Who opened it: only the same principal may use or end it. */
+  owner: string;
+  /** Requests being served on it now (an open SSE stream counts while it is open). */
+  active: number;
+}
+
+/** Whose a request is: its bearer token, else (anonymous) the address it came from. */
+function ownerOf(req: IncomingMessage, principal?: Principal): string {
+  return principal ? `token:${principal.tokenId}` : `anonymous:${req.socket.remoteAddress ?? 'unknown'}`;
 }
 
 interface SessionTransportChoice {
@@ -156,6 +170,11 @@ function upstreamTarget(options: GatewayOptions): { name: string; target: string
 export async function startHttpGateway(options: HttpGatewayOptions): Promise<HttpGateway> {
   const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
   const maxSessions = options.maxSessions ?? 64;
+  const maxPerPrincipal = options.maxSessionsPerPrincipal ?? Math.max(1, Math.floor(maxSessions / 4));
+  // Sessions being opened (awaiting their upstreams) count against the limits too.
+  const opening = new Map<string, number>();
+  const held = (owner: string): number =>
+    (opening.get(owner) ?? 0) + [...sessions.values()].filter((entry) => entry.owner === owner).length;
   const idleMs = options.sessionIdleMs ?? 30 * 60_000;
   const auth = new BearerAuth(options.tokens ?? []);
   const authRequired = options.authRequired ?? auth.enabled;
@@ -187,11 +206,37 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
 
   const modern = new ModernHttp({ gateway: options.gateway, maxBodyBytes: maxBody, onError: report });
 
-  async function newSession(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo) {
-    if (sessions.size >= maxSessions) {
+  async function newSession(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: unknown,
+    owner: string,
+    authInfo?: AuthInfo,
+  ) {
+    // Counted and reserved before any await, so initializes arriving together cannot all pass the cap.
+    const pending = [...opening.values()].reduce((sum, count) => sum + count, 0);
+    if (sessions.size + pending >= maxSessions) {
       sendError(res, new EnvelopeError('RESOURCE_EXHAUSTED', 'Too many open sessions', { max: maxSessions }));
       return;
     }
+    if (held(owner) >= maxPerPrincipal) {
+      // The principal's least recently used idle session makes room: clients rarely end
+      // sessions (the SDK client's close() sends no DELETE), so an old idle one is abandoned.
+      const idle = [...sessions.values()]
+        .filter((entry) => entry.owner === owner && entry.active === 0)
+        .sort((a, b) => a.lastSeen - b.lastSeen)[0];
+      if (idle) await idle.close();
+    }
+    if (held(owner) >= maxPerPrincipal) {
+      sendError(
+        res,
+        new EnvelopeError('RESOURCE_EXHAUSTED', 'Too many open sessions for this client', {
+          max: maxPerPrincipal,
+        }),
+      );
+      return;
+    }
+    opening.set(owner, (opening.get(owner) ?? 0) + 1);
     let session: GatewaySession;
     try {
       session = await takeSession();
@@ -200,9 +245,13 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
       sendRpcError(res, 502, describeErrorCode(failure.code).jsonRpcCode, failure.code, failure.message);
       return;
+    } finally {
+      const count = (opening.get(owner) ?? 1) - 1;
+      if (count > 0) opening.set(owner, count);
+      else opening.delete(owner);
     }
     const id = randomUUID();
-    const entry = sessionEntry(id, session);
+    const entry = sessionEntry(id, session, owner);
     // Known before the initialize is answered, so the client's next request finds it.
     sessions.set(id, entry);
     await entry.serve(req, res, body, authInfo);
@@ -211,23 +260,36 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   }
 
   /** A session's HTTP side, on the transport its options call for. */
-  function sessionEntry(id: string, session: GatewaySession): SessionEntry & { opened(): boolean } {
+  function sessionEntry(
+    id: string,
+    session: GatewaySession,
+    owner: string,
+  ): SessionEntry & { opened(): boolean } {
     const { transport, serve, opened } = options.resumable ? resumableTransport(id) : directTransport(id);
     transport.onclose = () => {
       sessions.delete(id);
       void session.close();
     };
     const connected = session.relay.server.connect(transport);
-    return {
+    const entry = {
       session,
+      owner,
+      active: 0,
       lastSeen: Date.now(),
-      serve: async (req, res, body, authInfo) => {
-        await connected;
-        await serve(req, res, body, authInfo);
+      serve: async (req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo) => {
+        entry.active++;
+        try {
+          await connected;
+          await serve(req, res, body, authInfo);
+        } finally {
+          entry.active--;
+          entry.lastSeen = Date.now();
+        }
       },
       close: () => transport.close(),
       opened,
     };
+    return entry;
   }
 
   /** The default: JSON replies, SSE only for requests that send something first (session-transport.ts). */
@@ -309,7 +371,8 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
 
     if (typeof sessionId === 'string') {
       const entry = sessions.get(sessionId);
-      if (!entry) {
+      // Another principal's session is as unknown as one that never existed.
+      if (!entry || entry.owner !== ownerOf(req, principal)) {
         sendRpcError(res, 404, -32001, 'NOT_FOUND', 'Session not found');
         return;
       }
@@ -320,7 +383,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     if (method === 'POST') {
       const messages = Array.isArray(body) ? body : [body];
       if (messages.some((message) => message?.method === 'initialize' && isInitializeRequest(message))) {
-        await newSession(req, res, body, authInfo);
+        await newSession(req, res, body, ownerOf(req, principal), authInfo);
         return;
       }
       if (claimsModernEra(req) || !(await isLegacyRequest(await toWebRequest(req, body), body))) {

@@ -1,0 +1,92 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type HttpGateway, startHttpGateway } from '../../src/gateway/http.ts';
+import { FIXTURE, initializeMessage, NODE } from './processes.ts';
+
+/**
+ * 2025-era HTTP sessions are handed out fairly: the total cap holds when many
+ * initializes arrive at once, one principal cannot hold more than its share,
+ * and a session is usable only by the principal that opened it.
+ */
+
+const A = 'token-a-0123456789abcdef';
+const B = 'token-b-0123456789abcdef';
+let gateway: HttpGateway | undefined;
+
+afterEach(async () => {
+  await gateway?.close();
+  gateway = undefined;
+});
+
+function initialize(url: string, token?: string): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
+    body: JSON.stringify(initializeMessage(1, 'fairness')),
+  });
+}
+
+function start(options: { maxSessions: number; maxSessionsPerPrincipal?: number; tokens?: boolean }) {
+  return startHttpGateway({
+    gateway: { upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }] },
+    warmSpare: false,
+    maxSessions: options.maxSessions,
+    ...(options.maxSessionsPerPrincipal ? { maxSessionsPerPrincipal: options.maxSessionsPerPrincipal } : {}),
+    ...(options.tokens
+      ? {
+          tokens: [
+            { token: A, tier: 'pro' },
+            { token: B, tier: 'pro' },
+          ],
+        }
+      : {}),
+  });
+}
+
+describe('2025-era sessions over HTTP', () => {
+  it('never opens more than the cap, however many initializes arrive at once', async () => {
+    gateway = await start({ maxSessions: 3, maxSessionsPerPrincipal: 10 });
+    const url = gateway.url;
+    const answers = await Promise.all(Array.from({ length: 8 }, () => initialize(url)));
+    const statuses = answers.map((answer) => answer.status).sort();
+    expect(statuses.filter((status) => status === 200)).toHaveLength(3);
+    expect(statuses.filter((status) => status === 503)).toHaveLength(5);
+    expect(gateway.sessionCount()).toBe(3);
+  });
+
+  it("caps each principal's sessions, its oldest idle one making room, and keeps principals apart", async () => {
+    gateway = await start({ maxSessions: 8, maxSessionsPerPrincipal: 2, tokens: true });
+    const url = gateway.url;
+    const use = (id: string, token: string, method = 'POST') =>
+      fetch(url, {
+        method,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': id,
+          'mcp-protocol-version': '2025-06-18',
+          authorization: `Bearer ${token}`,
+        },
+        ...(method === 'POST'
+          ? { body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }) }
+          : {}),
+      });
+    const idOf = (answer: Response) => answer.headers.get('mcp-session-id') as string;
+    const first = idOf(await initialize(url, A));
+    const second = idOf(await initialize(url, A));
+    const fromB = idOf(await initialize(url, B));
+    // A is at its cap: its least recently used session gives way to the new one.
+    expect((await use(second, A)).status).toBe(200);
+    expect((await initialize(url, A)).status).toBe(200);
+    expect((await use(first, A)).status).toBe(404);
+    expect((await use(second, A)).status).toBe(200);
+    expect(gateway.sessionCount()).toBe(3);
+    // B's session is B's alone: A can neither use nor end it.
+    expect((await use(fromB, A)).status).toBe(404);
+    expect((await use(fromB, A, 'DELETE')).status).toBe(404);
+    expect((await use(fromB, B)).status).toBe(200);
+  });
+});
