@@ -331,7 +331,10 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     if (method === 'GET' && !accepts(req, 'text/event-stream')) {
       sendError(
         res,
-        new EnvelopeError('METHOD_NOT_ALLOWED', 'GET /mcp serves SSE streams and an HTML page only'),
+        new EnvelopeError(
+          'METHOD_NOT_ALLOWED',
+          `GET ${mcpPath} serves SSE streams (Accept: text/event-stream) and, to a browser (Accept: text/html), a page listing the tools and how to connect`,
+        ),
         {
           allow: 'GET, POST, DELETE',
         },
@@ -448,7 +451,16 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       return;
     }
     if (path !== mcpPath) {
-      sendError(res, new EnvelopeError('NOT_FOUND', `No route for ${path}`));
+      // The root says where things are; anything else is unknown.
+      if (path === '/' && (req.method === 'GET' || req.method === 'HEAD')) {
+        sendJson(res, 200, {
+          mcp: mcpPath,
+          page: `GET ${mcpPath} with Accept: text/html (a browser) shows the tools and how to connect`,
+          health: '/healthz',
+        });
+        return;
+      }
+      sendError(res, new EnvelopeError('NOT_FOUND', `No route for ${path}; MCP is served at ${mcpPath}`));
       return;
     }
     // A presented token is always checked; without one, the caller is anonymous unless auth is required.

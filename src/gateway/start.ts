@@ -83,7 +83,7 @@ function listenError(error: unknown, config: GatewayConfig): unknown {
         : 'no such local address';
   return new EnvelopeError(
     'LISTEN_FAILED',
-    `Cannot listen on ${listen.host}:${listen.port}: ${reason}; choose another with --http HOST:PORT`,
+    `Cannot listen on ${listen.host}:${listen.port}: ${reason}; choose another with --http HOST:PORT (with npm start: npm start -- --http 127.0.0.1:8788)`,
     { host: listen.host, port: listen.port, errno: code },
   );
 }

@@ -172,3 +172,22 @@ describe('upstream state, where the operator looks', () => {
     expect(page).not.toContain('FOO_URL');
   });
 });
+
+describe('finding your way around the HTTP surface', () => {
+  it('says at / where things are, and says how to see the page when a plain GET is refused', async () => {
+    const { config } = gatewayDir();
+    const gateway = await startGatewayHttp(['--config', config, '--no-stdio']);
+    running.push(gateway);
+    const root = await fetch(new URL('/', gateway.url));
+    expect(root.status).toBe(200);
+    expect(await root.json()).toMatchObject({ mcp: '/mcp', health: '/healthz' });
+    const plain = await fetch(gateway.url);
+    expect(plain.status).toBe(405);
+    expect(((await plain.json()) as { error: { message: string } }).error.message).toContain(
+      'Accept: text/html',
+    );
+    const unknown = await fetch(new URL('/nowhere', gateway.url));
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { message: string } }).error.message).toContain('/mcp');
+  });
+});
