@@ -83,6 +83,10 @@ export interface HttpListenConfig {
   bodyLimitBytes: number;
   /** Replayable SSE streams (Last-Event-ID) for 2025-era sessions. */
   resumable: boolean;
+  maxSessions: number;
+  maxSessionsPerPrincipal: number;
+  sessionIdleMs: number;
+  abandonedSessionMs: number;
 }
 
 export interface AuthToken {
@@ -212,18 +216,7 @@ export function resolveGatewayConfig(
   }
 
   const http = raw.listen?.http;
-  const listenHttp =
-    http === undefined || http === false
-      ? undefined
-      : {
-          host: http.host ?? '127.0.0.1',
-          port: http.port ?? 8787,
-          path: http.path ?? DEFAULT_HTTP_PATH,
-          allowedHosts: http.allowedHosts ?? defaultAllowedHosts(http.host ?? '127.0.0.1'),
-          allowedOrigins: http.allowedOrigins ?? [],
-          bodyLimitBytes: http.bodyLimitBytes ?? 4 * 1024 * 1024,
-          resumable: http.resumable ?? false,
-        };
+  const listenHttp = http === undefined || http === false ? undefined : httpListen(http);
 
   return {
     file: options.file,
@@ -308,6 +301,25 @@ function resolveUpstream(
     // Filled in by resolveTiers, which sees every upstream at once.
     tiers: { tools: {} },
     restart,
+  };
+}
+
+/** An HTTP listener's settings, every one the configuration leaves out at its default. */
+export function httpListen(http: Partial<HttpListenConfig>): HttpListenConfig {
+  const host = http.host ?? '127.0.0.1';
+  const maxSessions = http.maxSessions ?? 64;
+  return {
+    host,
+    port: http.port ?? 8787,
+    path: http.path ?? DEFAULT_HTTP_PATH,
+    allowedHosts: http.allowedHosts ?? defaultAllowedHosts(host),
+    allowedOrigins: http.allowedOrigins ?? [],
+    bodyLimitBytes: http.bodyLimitBytes ?? 4 * 1024 * 1024,
+    resumable: http.resumable ?? false,
+    maxSessions,
+    maxSessionsPerPrincipal: http.maxSessionsPerPrincipal ?? Math.max(1, Math.floor(maxSessions / 4)),
+    sessionIdleMs: http.sessionIdleMs ?? 30 * 60_000,
+    abandonedSessionMs: http.abandonedSessionMs ?? 30_000,
   };
 }
 

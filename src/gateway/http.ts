@@ -47,6 +47,14 @@ export interface HttpGatewayOptions extends OriginPolicy {
   maxSessionsPerPrincipal?: number;
   /** Sessions idle this long are closed. */
   sessionIdleMs?: number;
+  /**
+   * A session whose client closed its GET stream and sent nothing since is
+   * abandoned after this long (clients rarely send DELETE): it is closed, and its
+   * upstream processes end. Default 30 s.
+   */
+  abandonedSessionMs?: number;
+  /** Told of every 2025-era session that closes, and why. */
+  onSessionClosed?: (id: string, reason: SessionCloseReason) => void;
   /** Keep recent SSE events per session so a client can resume with Last-Event-ID (default false). */
   resumable?: boolean;
   /** The SSE `retry` hint sent to resumable clients, in milliseconds. */
@@ -77,7 +85,14 @@ interface SessionEntry {
   owner: string;
   /** Requests being served on it now (an open SSE stream counts while it is open). */
   active: number;
+  /** When the client's GET stream went away, while it has not opened another. */
+  streamClosedAt?: number;
+  /** Closes it, saying why. */
+  end(reason: SessionCloseReason): Promise<void>;
 }
+
+/** Why a 2025-era session closed. */
+export type SessionCloseReason = 'ended' | 'idle' | 'abandoned' | 'evicted' | 'shutdown';
 
 /** Whose a request is: its bearer token, else (anonymous) the address it came from. */
 function ownerOf(req: IncomingMessage, principal?: Principal): string {
@@ -225,7 +240,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       const idle = [...sessions.values()]
         .filter((entry) => entry.owner === owner && entry.active === 0)
         .sort((a, b) => a.lastSeen - b.lastSeen)[0];
-      if (idle) await idle.close();
+      if (idle) await idle.end('evicted');
     }
     if (held(owner) >= maxPerPrincipal) {
       sendError(
@@ -266,9 +281,11 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     owner: string,
   ): SessionEntry & { opened(): boolean } {
     const { transport, serve, opened } = options.resumable ? resumableTransport(id) : directTransport(id);
+    let reason: SessionCloseReason = 'ended';
     transport.onclose = () => {
       sessions.delete(id);
       void session.close();
+      options.onSessionClosed?.(id, reason);
     };
     const connected = session.relay.server.connect(transport);
     const entry = {
@@ -287,8 +304,18 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         }
       },
       close: () => transport.close(),
+      end: (why: SessionCloseReason) => {
+        reason = why;
+        return transport.close();
+      },
       opened,
     };
+    if (transport instanceof SessionTransport) {
+      transport.onstreamchange = (open) => {
+        if (open) delete (entry as SessionEntry).streamClosedAt;
+        else (entry as SessionEntry).streamClosedAt = Date.now();
+      };
+    }
     return entry;
   }
 
@@ -489,14 +516,21 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     });
   });
 
+  const abandonedMs = options.abandonedSessionMs ?? 30_000;
   const sweeper = setInterval(
     () => {
       const now = Date.now();
       for (const entry of sessions.values()) {
-        if (now - entry.lastSeen > idleMs) void entry.close();
+        if (now - entry.lastSeen > idleMs) void entry.end('idle');
+        else if (
+          entry.streamClosedAt !== undefined &&
+          entry.active === 0 &&
+          now - Math.max(entry.streamClosedAt, entry.lastSeen) > abandonedMs
+        )
+          void entry.end('abandoned');
       }
     },
-    Math.min(idleMs, 60_000),
+    Math.max(10, Math.min(idleMs, abandonedMs, 60_000) / 2),
   );
   sweeper.unref();
 
@@ -519,7 +553,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     async close() {
       closing = true;
       clearInterval(sweeper);
-      await Promise.all([...sessions.values()].map((entry) => entry.close().catch(() => {})));
+      await Promise.all([...sessions.values()].map((entry) => entry.end('shutdown').catch(() => {})));
       await Promise.all([...sessions.values()].map((entry) => entry.session.close()));
       await modern.close().catch(() => {});
       await (await spare)?.close();

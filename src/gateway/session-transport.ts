@@ -108,6 +108,8 @@ export class SessionTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage, extra?: MessageExtraInfo) => void;
+  /** The client's GET stream opened (true) or went away (false): a session whose client left closes its stream. */
+  onstreamchange?: (open: boolean) => void;
 
   #initialized = false;
   #closed = false;
@@ -273,9 +275,11 @@ export class SessionTransport implements Transport {
     res.flushHeaders();
     const stream = { res, keepAlive: this.#keepAlive(res) };
     this.#standalone = stream;
+    this.onstreamchange?.(true);
     res.once('close', () => {
       clearInterval(stream.keepAlive);
       if (this.#standalone === stream) this.#standalone = undefined;
+      if (!this.#closed) this.onstreamchange?.(false);
     });
   }
 

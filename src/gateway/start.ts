@@ -142,6 +142,14 @@ export async function startGateway(
         allowedOrigins: listen.allowedOrigins,
         maxBodyBytes: listen.bodyLimitBytes,
         resumable: listen.resumable,
+        maxSessions: listen.maxSessions,
+        maxSessionsPerPrincipal: listen.maxSessionsPerPrincipal,
+        sessionIdleMs: listen.sessionIdleMs,
+        abandonedSessionMs: listen.abandonedSessionMs,
+        // Sessions the gateway closed on its own are the operator's to know about.
+        onSessionClosed: (id, reason) => {
+          if (reason !== 'ended' && reason !== 'shutdown') report(`session ${id} closed: ${reason}`);
+        },
         tokens: config.auth.tokens.map(({ token, tier }) => ({ token, tier })),
         authRequired: config.auth.required,
         path: listen.path,

@@ -1,5 +1,6 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type HttpGateway, startHttpGateway } from '../../src/gateway/http.ts';
+import { type HttpGateway, type SessionCloseReason, startHttpGateway } from '../../src/gateway/http.ts';
 import { FIXTURE, initializeMessage, NODE } from './processes.ts';
 
 /**
@@ -88,5 +89,25 @@ describe('2025-era sessions over HTTP', () => {
     expect((await use(fromB, A)).status).toBe(404);
     expect((await use(fromB, A, 'DELETE')).status).toBe(404);
     expect((await use(fromB, B)).status).toBe(200);
+  });
+});
+
+describe('abandoned 2025-era sessions', () => {
+  it('closes a session whose client went away without DELETE', async () => {
+    const closed = Promise.withResolvers<SessionCloseReason>();
+    gateway = await startHttpGateway({
+      gateway: { upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }] },
+      warmSpare: false,
+      abandonedSessionMs: 100,
+      onSessionClosed: (_id, reason) => closed.resolve(reason),
+    });
+    const client = new Client({ name: 'short-lived', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    await client.listTools();
+    expect(gateway.sessionCount()).toBe(1);
+    // The SDK client's close() ends its GET stream and sends no DELETE.
+    await client.close();
+    expect(await closed.promise).toBe('abandoned');
+    expect(gateway.sessionCount()).toBe(0);
   });
 });

@@ -191,3 +191,39 @@ describe('finding your way around the HTTP surface', () => {
     expect(((await unknown.json()) as { error: { message: string } }).error.message).toContain('/mcp');
   });
 });
+
+describe('session settings', () => {
+  it('listen.http.maxSessions caps sessions, and abandonedSessionMs closes one whose client left', async () => {
+    const { config } = gatewayDir((raw) => {
+      raw.listen = { stdio: false, http: { maxSessions: 1, abandonedSessionMs: 50 } };
+      raw.auth = {
+        required: true,
+        tokens: [
+          { name: 'a', tokenEnv: 'SETTINGS_TEST_TOKEN', tier: 'pro' },
+          { name: 'b', token: 'second-token-0123456789', tier: 'pro' },
+        ],
+      };
+    });
+    const gateway = await startGatewayHttp(['--config', config, '--no-stdio'], {
+      ...process.env,
+      SETTINGS_TEST_TOKEN: TOKEN,
+    });
+    running.push(gateway);
+    const client = new Client({ name: 'settings-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(gateway.url), {
+        requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+      }),
+    );
+    // The one session is taken: another principal is refused.
+    expect((await post(gateway.url, 'second-token-0123456789')).status).toBe(503);
+    const reaped = new Promise<void>((resolve) => {
+      gateway.child.stderr?.on('data', () => {
+        if (/session \S+ closed: abandoned/.test(gateway.stderr())) resolve();
+      });
+    });
+    await client.close();
+    await reaped;
+    expect((await post(gateway.url, 'second-token-0123456789')).status).toBe(200);
+  });
+});

@@ -5,7 +5,7 @@ import type { ResultDialectId } from '../../src/envelope/dialect.ts';
 import { createPipeline, readToolResult } from '../../src/mcp/index.ts';
 import { toolResultPayload } from '../../src/mcp/tool-result.ts';
 import type { ProvRecord } from '../../src/provenance/index.ts';
-import { answerContains, producedPayload } from '../support/no-loss.ts';
+import { answerContains, isEnvelopeAnswer, producedPayload } from '../support/no-loss.ts';
 import { generatedAnswer } from '../support/upstream-answers.ts';
 
 /**
@@ -38,8 +38,10 @@ describe('no loss over generated upstream answers', () => {
           // the answer holds it as the error's message, and the record digests the null result.
           const payload = toolResultPayload(answer);
           const message = answer.isError === true && payload.source === 'text' && payload.text.length <= 2000;
-          // A failure's empty string is no partial output either: the policy's `result: null`.
-          const none = message || (answer.isError === true && produced === '') || produced === undefined;
+          // A failure's empty string is no partial output either (the policy's `result: null`),
+          // unless it is an envelope's own payload, which is taken as it is.
+          const emptyFailure = answer.isError === true && produced === '' && !isEnvelopeAnswer(answer);
+          const none = message || emptyFailure || produced === undefined;
           expect(output?.digest?.value).toBe(digestValue(none ? null : produced).value);
         }),
         { numRuns: 150 },

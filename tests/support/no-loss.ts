@@ -8,6 +8,13 @@ import { type ToolResultLike, toolResultPayload } from '../../src/mcp/tool-resul
  * whole payload of a legacy answer), in the envelope or beside it.
  */
 
+/** Whether the upstream answered with a valid envelope of some dialect. */
+export function isEnvelopeAnswer(upstream: ToolResultLike): boolean {
+  const payload = toolResultPayload(upstream);
+  const structured = payload.source === 'structured' || payload.source === 'json-text';
+  return structured && detectEnvelope(payload.value)?.match === true;
+}
+
 /** What the tool produced: an envelope's payload, else the whole payload. */
 export function producedPayload(upstream: ToolResultLike): unknown {
   const payload = toolResultPayload(upstream);

@@ -83,24 +83,14 @@ export const registerGateway: Registrar = (program, invocation) => {
     .action(
       runs(invocation, async ({ io }, flags: GatewayFlags) => {
         // Loaded here, not at the top: the MCP SDK is only needed by the commands that serve.
-        const { loadGatewayConfig } = await import('../../gateway/config.ts');
-        const { DEFAULT_HTTP_PATH } = await import('../../gateway/endpoint.ts');
+        const { httpListen, loadGatewayConfig } = await import('../../gateway/config.ts');
         const { startGateway } = await import('../../gateway/start.ts');
         const config = loadGatewayConfig(resolve(io.cwd, flags.config));
         if (flags.http === false) config.listen.http = undefined;
         else if (typeof flags.http === 'string') {
           const { host, port } = parseListen(flags.http);
-          const base = config.listen.http;
-          config.listen.http = {
-            path: DEFAULT_HTTP_PATH,
-            allowedHosts: [],
-            allowedOrigins: [],
-            bodyLimitBytes: 4 * 1024 * 1024,
-            resumable: false,
-            ...base,
-            host,
-            port,
-          };
+          // Only the address changes: the configured listener's other settings, or their defaults, stay.
+          config.listen.http = httpListen({ ...config.listen.http, host, port });
         }
         if (flags.stdio !== undefined) config.listen.stdio = flags.stdio;
         if (flags.deterministicIds !== undefined) config.ids.seed = flags.deterministicIds;

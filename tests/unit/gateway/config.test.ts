@@ -110,6 +110,10 @@ describe('loadGatewayConfig', () => {
         allowedOrigins: [],
         bodyLimitBytes: 4 * 1024 * 1024,
         resumable: false,
+        maxSessions: 64,
+        maxSessionsPerPrincipal: 16,
+        sessionIdleMs: 30 * 60_000,
+        abandonedSessionMs: 30_000,
       },
     });
     expect(config.auth).toEqual({
