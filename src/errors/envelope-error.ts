@@ -1,17 +1,17 @@
-import { describeErrorCode } from './codes.ts';
+import { describeErrorCode, type ErrorCode } from './codes.ts';
 
 export type ErrorDetails = Record<string, unknown>;
 
 /**
- * The one error type the library throws. `code` is stable and comes from the
- * canonical table (or is a tool's own code, kept verbatim); `details` carries
- * structured context such as the JSON Pointer of the offending value.
+ * The one error type the library throws. `code` is stable and is always a
+ * canonical code of the table (`ErrorCode`, so a misspelt code does not compile);
+ * `details` carries structured context such as the JSON Pointer of the offending value.
  */
 export class EnvelopeError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly details: ErrorDetails | undefined;
 
-  constructor(code: string, message?: string, details?: ErrorDetails, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message?: string, details?: ErrorDetails, options?: { cause?: unknown }) {
     super(message ?? describeErrorCode(code).message, options);
     this.name = 'EnvelopeError';
     this.code = code;

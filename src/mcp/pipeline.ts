@@ -22,7 +22,7 @@ import type { IssueEntry, NormalizedResult } from '../envelope/model.ts';
 import { applyProfileToData, type Profile, type ProfileConfig } from '../envelope/profiles.ts';
 import { classifyV01, type EnvelopeV01 } from '../envelope/prov-v01.ts';
 import { FeatureGate, type TierConfig, upgradeRequiredError } from '../envelope/tiers.ts';
-import { EnvelopeError, type JsonRpcErrorObject, toJsonRpcError } from '../errors/index.ts';
+import { EnvelopeError, type ErrorCode, type JsonRpcErrorObject, toJsonRpcError } from '../errors/index.ts';
 import { createIdSource, type IdSource } from '../ids/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
 import {
@@ -299,7 +299,7 @@ export class ToolTimeoutError extends Error {
 export class PipelineRpcError extends EnvelopeError {
   readonly rpcError: JsonRpcErrorObject;
 
-  constructor(code: string, message: string, details: Record<string, unknown>) {
+  constructor(code: ErrorCode, message: string, details: Record<string, unknown>) {
     super(code, message, details);
     this.name = 'PipelineRpcError';
     this.rpcError = toJsonRpcError(code, message, details);
