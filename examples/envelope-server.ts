@@ -45,7 +45,6 @@ export function createExampleServer(options: { dialect?: ResultDialectId; seed?:
 
   withEnvelope(server, {
     dialect: options.dialect ?? 'prov-v0.1',
-    server: { name: 'envelope-example', version: '1.0.0' },
     ...(options.seed === undefined ? {} : { ids: createIdSource(options.seed) }),
   });
 

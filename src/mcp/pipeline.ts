@@ -154,7 +154,7 @@ export interface PipelineOptions {
   invalidInput?: 'result' | 'jsonrpc-error';
   /** Run and request ids; pass `createIdSource(seed)` for deterministic ids. Default random. */
   ids?: IdSource;
-  /** Identity recorded in provenance. */
+  /** Identity recorded in provenance; withEnvelope fills it from the wrapped server. */
   server?: { name: string; version: string };
   /** Adapter name in envelopes and records; default `mcp-envelope`. */
   adapter?: string;

@@ -119,11 +119,20 @@ export function withEnvelope(server: McpServer, options: WithEnvelopeOptions = {
   const internals = internalsOf(server);
   // Keep the server's own guard against oversized arguments (McpServerOptions.maxToolInputElements).
   const limit = internals._maxToolInputElements;
-  const pipeline = createPipeline(
-    options.maxArgumentElements === undefined && typeof limit === 'number'
-      ? { ...options, maxArgumentElements: limit }
-      : options,
-  );
+  // Records name the server as it introduced itself, unless the caller says otherwise.
+  const own = (server.server as unknown as { _serverInfo?: { name?: unknown; version?: unknown } })
+    ._serverInfo;
+  const identity =
+    options.server === undefined && typeof own?.name === 'string' && typeof own.version === 'string'
+      ? { server: { name: own.name, version: own.version } }
+      : {};
+  const pipeline = createPipeline({
+    ...options,
+    ...identity,
+    ...(options.maxArgumentElements === undefined && typeof limit === 'number'
+      ? { maxArgumentElements: limit }
+      : {}),
+  });
   // Let McpServer install its tool handlers (a no-op once it has), then take them over.
   internals.setToolRequestHandlers();
   const low = server.server;

@@ -270,3 +270,15 @@ describe('withEnvelope on an SDK v2 McpServer (in process)', () => {
     }
   });
 });
+
+describe('withEnvelope and the server it wraps', () => {
+  it('names the server as it introduced itself in provenance records, without being told again', async () => {
+    const client = await connect(createExampleServer({ seed: 'identity' }));
+    const result = await client.callTool({
+      name: 'stats',
+      arguments: { numbers: [1, 2] },
+      _meta: { capture_provenance: true },
+    });
+    expect(structured(result).provenance).toMatchObject({ tool: { name: 'stats', version: '1.0.0' } });
+  });
+});
