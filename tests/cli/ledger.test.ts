@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,12 +55,16 @@ describe('mcp-envelope ledger', () => {
   it('lists newest first, filters by tool, and prints JSON', async () => {
     const human = await cli(dir, 'ledger', 'list', '--db', 'l.sqlite');
     expect(human.code).toBe(0);
-    expect(
-      human.stdout
-        .trim()
-        .split('\n')
-        .map((row) => row.trim().split(/\s+/)[2]),
-    ).toEqual([runB, runA]);
+    const [header, ...rows] = human.stdout.trim().split('\n');
+    expect(header?.trim().split(/\s+/)).toEqual([
+      'seq',
+      'created_at',
+      'run_id',
+      'upstream/tool',
+      'record',
+      'digest',
+    ]);
+    expect(rows.map((row) => row.trim().split(/\s+/)[2])).toEqual([runB, runA]);
     const json = await cli(dir, 'ledger', 'list', '--db', 'l.sqlite', '--tool', 'echo', '--json');
     expect(JSON.parse(json.stdout).entries).toEqual([
       expect.objectContaining({ seq: 1, run_id: runA, tool: 'echo', upstream: 'legacy' }),
@@ -82,6 +87,16 @@ describe('mcp-envelope ledger', () => {
     const intact = await cli(dir, 'ledger', 'verify', '--db', 'l.sqlite');
     expect(intact.code).toBe(0);
     expect(intact.stdout).toContain('2 of 2 records verified');
+    // Each line says what was checked, so a record without digests is not taken for a checked one.
+    expect(intact.stdout).toMatch(/^ok +\d+ \S+ \S+ \((?:verified|nothing to verify|partially verified)\)$/m);
+    // Given a public key, the gateway's unsigned records fail: a key asks for signatures.
+    const { publicKey } = generateKeyPairSync('ed25519');
+    writeFileSync(join(dir, 'ledger.pub.pem'), publicKey.export({ type: 'spki', format: 'pem' }));
+    const keyed = await cli(dir, 'ledger', 'verify', '--db', 'l.sqlite', '--public-key', 'ledger.pub.pem');
+    expect(keyed.code).toBe(1);
+    expect(keyed.stdout).toContain('not signed');
+    const aliased = await cli(dir, 'ledger', 'verify', '--db', 'l.sqlite', '--artifacts-dir', '.');
+    expect(aliased.code).toBe(0);
 
     const raw = new DatabaseSync(join(dir, 'l.sqlite'));
     raw

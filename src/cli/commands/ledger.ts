@@ -1,9 +1,10 @@
 import { resolve } from 'node:path';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { EnvelopeError } from '../../errors/index.ts';
 import { Ledger, type LedgerEntry, verifyLedger } from '../../ledger/index.ts';
+import { loadPublicKey } from '../../provenance/index.ts';
 import { type Invocation, type Registrar, runs } from '../command.ts';
-import { readJsonInput } from '../input.ts';
+import { readInputBytes, readJsonInput } from '../input.ts';
 import { type CliIo, EXIT } from '../output.ts';
 
 interface DbOption {
@@ -46,6 +47,15 @@ function line(entry: LedgerEntry): string {
   ].join('  ');
 }
 
+/** The header over `line`'s columns. */
+const LIST_HEADER = [
+  '  seq',
+  'created_at'.padEnd(24),
+  'run_id'.padEnd(36),
+  'upstream/tool',
+  'record digest',
+].join('  ');
+
 function parseLimit(value: string): number {
   const limit = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(limit) || limit < 1) {
@@ -76,7 +86,7 @@ function registerList(ledger: Command, invocation: Invocation): void {
           );
           return {
             exitCode: EXIT.ok,
-            human: entries.length === 0 ? 'no records' : entries.map(line).join('\n'),
+            human: entries.length === 0 ? 'no records' : [LIST_HEADER, ...entries.map(line)].join('\n'),
             json: { entries: entries.map(summary) },
           };
         },
@@ -113,23 +123,37 @@ function registerVerify(ledger: Command, invocation: Invocation): void {
     .description('recompute every stored record digest and verify each record; exit 1 when any fails')
     .argument('[key]', 'only the records with this run id or record digest')
     .requiredOption('--db <file>', 'ledger database file')
-    .option('--artifacts-dir <dir>', 'folder holding artifact content to re-digest')
+    .option('--artifacts <dir>', 'folder holding artifact content to re-digest (as verify takes it)')
+    // The earlier spelling, kept working.
+    .addOption(new Option('--artifacts-dir <dir>').hideHelp())
+    .option(
+      '--public-key <file>',
+      'Ed25519 public key (SPKI PEM): every record must carry a signature it verifies',
+    )
     .action(
       runs(
         invocation,
-        async ({ io }, key: string | undefined, options: DbOption & { artifactsDir?: string }) => {
+        async (
+          { io },
+          key: string | undefined,
+          options: DbOption & { artifacts?: string; artifactsDir?: string; publicKey?: string },
+        ) => {
+          const artifacts = options.artifacts ?? options.artifactsDir;
+          const publicKey =
+            options.publicKey === undefined
+              ? undefined
+              : loadPublicKey(await readInputBytes(options.publicKey, io));
           const report = await withLedger(io, options.db, false, (store) =>
-            verifyLedger(
-              store,
-              key,
-              options.artifactsDir === undefined
-                ? {}
-                : { artifactsDir: resolve(io.cwd, options.artifactsDir) },
-            ),
+            verifyLedger(store, key, {
+              ...(artifacts === undefined ? {} : { artifactsDir: resolve(io.cwd, artifacts) }),
+              ...(publicKey ? { publicKey } : {}),
+            }),
           );
           const lines = report.entries.map((entry) => {
             const failed = entry.checks.filter((check) => check.status === 'fail');
-            const head = `${entry.ok ? 'ok  ' : 'FAIL'} ${String(entry.seq).padStart(5)} ${entry.run_id} ${entry.tool}`;
+            // Says what was checked: a record without digests is "nothing to verify", not "verified".
+            const verdict = entry.coverage.verdict.replaceAll('_', ' ');
+            const head = `${entry.ok ? 'ok  ' : 'FAIL'} ${String(entry.seq).padStart(5)} ${entry.run_id} ${entry.tool} (${verdict})`;
             return [head, ...failed.map((check) => `       ${check.check}: ${check.message}`)].join('\n');
           });
           lines.push(`${report.total - report.failed} of ${report.total} records verified`);
