@@ -210,3 +210,14 @@ describe('mcp-envelope detect / normalize / convert / validate --as / wrap --dia
     expect(claim.stderr).toContain('error[ENVELOPE_INVALID]');
   });
 });
+
+describe('convert and wrap agree on their flags', () => {
+  it('convert takes --tool-name as wrap does, and still --tool', async () => {
+    const input = JSON.stringify({ schema_version: 'mcp.envelope.v0.1', result: { n: 1 } });
+    for (const flag of ['--tool-name', '--tool']) {
+      const result = await run(['convert', '-', '--to', 'hosted-v2', flag, 'named'], input);
+      expect(result.code, flag).toBe(0);
+      expect(JSON.parse(result.stdout), flag).toMatchObject({ tool: 'named', data: { n: 1 } });
+    }
+  });
+});

@@ -1,3 +1,4 @@
+import { Option } from 'commander';
 import { plainJson } from '../../canonical/json-value.ts';
 import { convert, normalize } from '../../envelope/convert.ts';
 import { detectDialect } from '../../envelope/detect.ts';
@@ -115,6 +116,7 @@ interface ConvertCliOptions {
   strict?: boolean;
   text?: boolean;
   tool?: string;
+  toolName?: string;
   requestId?: string;
   profile: string;
   profileConfig?: string;
@@ -133,7 +135,12 @@ export const registerConvert: Registrar = (program, invocation) => {
     )
     .option('--strict', 'fail (CONVERSION_LOSSY, exit 1) instead of reporting losses')
     .option('--text', 'treat the input as text (a string payload) even if it is JSON')
-    .option('--tool <name>', 'tool name for dialects that require one, when the input has none')
+    .option(
+      '--tool-name <name>',
+      'tool name for dialects that require one, when the input has none (as wrap takes it)',
+    )
+    // The earlier spelling, kept working.
+    .addOption(new Option('--tool <name>').hideHelp())
     .option('--request-id <id>', 'request id for dialects that require one, when the input has none')
     .option('--profile <profile>', `trim the payload first: ${PROFILES.join(', ')}`, 'debug')
     .option('--profile-config <file>', PROFILE_CONFIG_HELP)
@@ -154,7 +161,9 @@ export const registerConvert: Registrar = (program, invocation) => {
         const result = convert(value, to, {
           lossless,
           ...(options.strict ? { strict: true } : {}),
-          ...(options.tool !== undefined ? { tool: options.tool } : {}),
+          ...((options.toolName ?? options.tool) !== undefined
+            ? { tool: options.toolName ?? options.tool }
+            : {}),
           ...(options.requestId !== undefined ? { requestId: options.requestId } : {}),
         });
         if (!global.json && result.losses.length > 0) io.stderr(lossLines(result.losses));
