@@ -36,6 +36,8 @@ export interface Loss {
   /** JSON Pointer into the normalized model, e.g. `/meta/upgrade_hints`. */
   path: string;
   reason: string;
+  /** The field still travels, in another form (the accessibility suite's `result.value`). */
+  reshaped?: true;
 }
 
 export interface EncodeContext {

@@ -1,5 +1,4 @@
 import { performance } from 'node:perf_hooks';
-import { isDeepStrictEqual } from 'node:util';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { canonicalize } from '../canonical/canonicalize.ts';
 import { digestValue } from '../canonical/digest.ts';
@@ -46,7 +45,6 @@ import {
   contentText,
   LOSSES_META_KEY,
   PROVENANCE_META_KEY,
-  parseJsonText,
   type ToolResultLike,
   type ToolResultPayload,
   toolResultPayload,
@@ -228,20 +226,6 @@ function elementCount(value: unknown, max: number): number {
 }
 
 /**
- * The single text block of a result when it holds exactly `value` (a structured
- * envelope sent with its own rendering as text, pretty-printed or not), so that
- * passing the envelope on keeps that text byte for byte.
- */
-function sameJsonText(raw: ToolResultLike, value: unknown): string | undefined {
-  const content = Array.isArray(raw.content) ? raw.content : [];
-  const [block] = content;
-  if (content.length !== 1 || !isJsonObject(block) || block.type !== 'text') return undefined;
-  if (typeof block.text !== 'string') return undefined;
-  const parsed = parseJsonText(block.text);
-  return parsed && isDeepStrictEqual(parsed.value, value) ? block.text : undefined;
-}
-
-/**
  * The model of an envelope whose result the tool marked `isError` although the
  * envelope says ok: converted, it says failed too (as readToolResult reads it),
  * with the payload kept.
@@ -269,7 +253,7 @@ function textBlock(value: unknown): unknown[] {
  * a payload carried in another form (the accessibility suite's `result.value`) is not dropped.
  */
 function dropsData(losses: readonly Loss[]): boolean {
-  return losses.some((loss) => loss.path === '/data' && !loss.reason.includes('result.value'));
+  return losses.some((loss) => loss.path === '/data' && !loss.reshaped);
 }
 
 /** What a tool returned, as content blocks that can travel beside an envelope. */
@@ -487,9 +471,11 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     const payload = toolResultPayload(raw);
     const structured = payload.source === 'structured' || payload.source === 'json-text';
     const isError = raw.isError === true;
-    const envelopes = structured ? envelopesIn(payload.value) : [];
-    const [found] = envelopes;
-    const detection = found === undefined ? undefined : detectEnvelope(payload.value);
+    // Detected once: an envelope, a value that claims a dialect without being one, or neither.
+    const detection = structured ? detectEnvelope(payload.value) : undefined;
+    // A claim that is no envelope but holds one, or claims mcp.envelope.v0.1, cannot be
+    // wrapped: that would nest envelopes. Any other claim is a near miss, the tool's own data.
+    const nests = detection !== undefined && (detection.match || envelopesIn(payload.value).length > 0);
     const source = {
       dialect: detection?.match ? detection.dialect : 'legacy',
       version: detection?.match ? (detection.model.version ?? null) : null,
@@ -504,7 +490,6 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     if (problem && outputMode === 'enforce') {
       // The tool ran: its output stays with the error, as `result` where that nests no
       // envelope (the policy's partial output), else beside the envelope.
-      const nests = envelopes.length > 0;
       const failure: ObservedFailure = {
         toolErrors: [{ ...problem, details: { ...problem.details, tool_ran: true } }],
         ...(nests || payload.value === null ? {} : { partialOutput: exact }),
@@ -524,7 +509,8 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       const errorCode = failed
         ? (detection.model.error?.code ?? detection.model.errors?.[0]?.code ?? null)
         : null;
-      const text = payload.source === 'json-text' ? payload.text : sameJsonText(raw, detection.value);
+      const text =
+        payload.source === 'json-text' || payload.source === 'structured' ? payload.text : undefined;
       const common = { isError: failed, outcome, errorCode, ...(text === undefined ? {} : { text }) };
       if (detection.dialect === 'prov-v0.1' && dialect === 'prov-v0.1') {
         const envelope = exact as EnvelopeV01;
@@ -551,12 +537,14 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         result: data,
       });
     }
-    if (found === 'prov-v0.1') {
-      // Claims mcp.envelope.v0.1 but is not one: it cannot be wrapped, nor passed on as valid.
+    if (nests && detection) {
+      // No valid envelope, and one that cannot be wrapped (a broken mcp.envelope.v0.1, an
+      // envelope in an envelope, one valid in two dialects): an error, its bytes beside it.
       const v01 = classifyV01(payload.value);
       const { pointer, text } =
-        v01.kind === 'invalid-envelope' ? issueSummary(v01.issues) : { pointer: '', text: 'is not valid' };
-      const error = entry('INVALID_OUTPUT', `Invalid tool output: not a valid mcp.envelope.v0.1: ${text}`, {
+        v01.kind === 'invalid-envelope' ? issueSummary(v01.issues) : { pointer: '', text: detection.message };
+      const what = v01.kind === 'invalid-envelope' ? 'not a valid mcp.envelope.v0.1: ' : '';
+      const error = entry('INVALID_OUTPUT', `Invalid tool output: ${what}${text}`, {
         pointer,
         jsonrpc_code: toJsonRpcError('INVALID_OUTPUT').code,
         tool_ran: true,
@@ -568,7 +556,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       );
       return done({ ...built, original: originalBlocks(raw) }, payload.value);
     }
-    if (detection && !detection.match) {
+    if (detection) {
       // A near miss of another dialect is no envelope: the tool's own payload, wrapped intact.
       warnings.push(
         entry(

@@ -76,7 +76,7 @@ export function valueToToolResult(value: unknown, options: EnvelopeToToolResultO
  * - `empty`: no structured content and an empty content array.
  */
 export type ToolResultPayload =
-  | { source: 'structured'; value: unknown; lossless?: unknown }
+  | { source: 'structured'; value: unknown; lossless?: unknown; text?: string }
   | { source: 'json-text'; value: unknown; text: string; lossless?: unknown }
   | { source: 'text'; value: string; text: string }
   | { source: 'content'; value: unknown[] }
@@ -132,11 +132,17 @@ function parseTextLossless(text: string): { value: unknown; lossless?: unknown }
 export function toolResultPayload(result: ToolResultLike): ToolResultPayload {
   const text = singleText(result.content);
   if (result.structuredContent !== undefined) {
-    // Servers send the same JSON as text too: its numbers are the ones the tool wrote.
+    // Servers send the same JSON as text too: that text (pretty-printed or not) is kept,
+    // and its numbers are the ones the tool wrote.
     const twin = text === undefined ? undefined : parseTextLossless(text);
-    return twin?.lossless !== undefined && isDeepStrictEqual(twin.value, result.structuredContent)
-      ? { source: 'structured', value: result.structuredContent, lossless: twin.lossless }
-      : { source: 'structured', value: result.structuredContent };
+    if (text === undefined || !twin || !isDeepStrictEqual(twin.value, result.structuredContent))
+      return { source: 'structured', value: result.structuredContent };
+    return {
+      source: 'structured',
+      value: result.structuredContent,
+      text,
+      ...(twin.lossless === undefined ? {} : { lossless: twin.lossless }),
+    };
   }
   if (text !== undefined) {
     const parsed = parseTextLossless(text);

@@ -366,7 +366,9 @@ describe('createPipeline in every result dialect', () => {
   it('lists what the dialect could not carry in _meta, leaving out the adapter metadata', async () => {
     const a11y = await createPipeline({ dialect: 'a11y-v0.1' }).callTool(call(text('Hello')));
     expect(a11y.structuredContent).toMatchObject({ result: { value: 'Hello' } });
-    expect(a11y._meta?.['mcp-envelope/losses']).toEqual([{ path: '/data', reason: expect.any(String) }]);
+    expect(a11y._meta?.['mcp-envelope/losses']).toEqual([
+      { path: '/data', reason: expect.any(String), reshaped: true },
+    ]);
     const hosted = await createPipeline({ dialect: 'hosted-v2' }).callTool(call(text('Hello')));
     expect(hosted._meta).toBeUndefined();
   });
@@ -551,4 +553,32 @@ describe('createPipeline and error results longer than an error message holds', 
       }
     });
   }
+});
+
+describe('createPipeline and output that resembles an envelope', () => {
+  it('wraps a near miss intact as a success, with a warning naming the dialect', async () => {
+    const near = { ok: true, schema_version: '2026-05-06', data: { n: 1 } };
+    const result = await createPipeline().callTool(
+      call(async () => ({ content: [], structuredContent: near })),
+    );
+    expect(result.isError).toBeUndefined();
+    expect(result.structuredContent).toMatchObject({
+      result: near,
+      warnings: [{ code: 'ADAPTER.ENVELOPE.NEAR_MISS', details: { dialect: 'hosted-v2' } }],
+    });
+  });
+
+  it('answers an envelope holding an envelope with an error, its bytes beside it, instead of nesting it', async () => {
+    const inner = { schema_version: 'mcp.envelope.v0.1', result: 1 };
+    const outer = { ok: true, tool: 't', schema_version: '2026-05-06', data: inner };
+    const result = await createPipeline().callTool(
+      call(async () => ({ content: [], structuredContent: outer })),
+    );
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({
+      result: null,
+      errors: [{ code: 'INVALID_OUTPUT', details: { tool_ran: true } }],
+    });
+    expect(result.content[1]).toEqual({ type: 'text', text: JSON.stringify(outer) });
+  });
 });

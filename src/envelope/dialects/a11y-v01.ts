@@ -138,7 +138,11 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
       envelope.result = data;
     } else {
       envelope.result = { value: data === undefined ? null : data };
-      losses.add('/data', "the suite's result must be an object; the payload is carried as result.value");
+      losses.add(
+        '/data',
+        "the suite's result must be an object; the payload is carried as result.value",
+        true,
+      );
     }
   } else {
     const error = model.error ?? {

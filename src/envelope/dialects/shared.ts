@@ -129,8 +129,8 @@ export function defaultRetriable(code: string): boolean {
 /** Collects losses while encoding. */
 export class LossReport {
   readonly losses: Loss[] = [];
-  add(path: string, reason: string): void {
-    this.losses.push({ path, reason });
+  add(path: string, reason: string, reshaped = false): void {
+    this.losses.push(reshaped ? { path, reason, reshaped: true } : { path, reason });
   }
   /** Reports a field that is present (null included: an explicit null is information). */
   ifPresent(value: unknown, path: string, reason: string): void {
