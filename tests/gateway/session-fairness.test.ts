@@ -111,3 +111,19 @@ describe('abandoned 2025-era sessions', () => {
     expect(gateway.sessionCount()).toBe(0);
   });
 });
+
+describe('idle 2025-era sessions', () => {
+  it('closes a session that received nothing for sessionIdleMs', async () => {
+    const closed = Promise.withResolvers<SessionCloseReason>();
+    gateway = await startHttpGateway({
+      gateway: { upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }] },
+      warmSpare: false,
+      sessionIdleMs: 100,
+      onSessionClosed: (_id, reason) => closed.resolve(reason),
+    });
+    // A raw initialize opens no GET stream, so only the idle limit can end the session.
+    expect((await initialize(gateway.url)).status).toBe(200);
+    expect(await closed.promise).toBe('idle');
+    expect(gateway.sessionCount()).toBe(0);
+  });
+});

@@ -227,3 +227,26 @@ describe('session settings', () => {
     expect((await post(gateway.url, 'second-token-0123456789')).status).toBe(200);
   });
 });
+
+describe('listen.http.maxSessionsPerPrincipal', () => {
+  it("makes room for a client's new session by closing its least recently used one", async () => {
+    const { config } = gatewayDir((raw) => {
+      raw.listen = { stdio: false, http: { maxSessionsPerPrincipal: 1 } };
+    });
+    const gateway = await startGatewayHttp(['--config', config, '--no-stdio']);
+    running.push(gateway);
+    const first = (await post(gateway.url)).headers.get('mcp-session-id') as string;
+    expect((await post(gateway.url)).status).toBe(200);
+    const reuse = await fetch(gateway.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': first,
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+    });
+    expect(reuse.status).toBe(404);
+  });
+});
