@@ -95,8 +95,14 @@ describe('mcp-envelope ledger', () => {
     const keyed = await cli(dir, 'ledger', 'verify', '--db', 'l.sqlite', '--public-key', 'ledger.pub.pem');
     expect(keyed.code).toBe(1);
     expect(keyed.stdout).toContain('not signed');
-    const aliased = await cli(dir, 'ledger', 'verify', '--db', 'l.sqlite', '--artifacts-dir', '.');
-    expect(aliased.code).toBe(0);
+    // Without a folder, artifact content is not obtainable; either spelling of the flag gives one.
+    const bare = await cli(dir, 'ledger', 'verify', '--db', 'l.sqlite', '--json');
+    expect(bare.stdout).toContain('no artifacts folder given');
+    for (const flag of ['--artifacts', '--artifacts-dir']) {
+      const folder = await cli(dir, 'ledger', 'verify', '--db', 'l.sqlite', flag, '.', '--json');
+      expect(folder.code, flag).toBe(0);
+      expect(folder.stdout, flag).not.toContain('no artifacts folder given');
+    }
 
     const raw = new DatabaseSync(join(dir, 'l.sqlite'));
     raw

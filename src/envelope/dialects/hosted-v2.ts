@@ -90,7 +90,7 @@ function isHint(value: unknown): value is UpgradeHint {
 }
 
 /** Rate metadata has the three members the guide names (extra members are kept). */
-export function isRateLimit(value: unknown): value is RateLimitInfo {
+function isRateLimit(value: unknown): value is RateLimitInfo {
   return (
     isJsonObject(value) &&
     'limit' in value &&
@@ -103,7 +103,7 @@ export function isRateLimit(value: unknown): value is RateLimitInfo {
 }
 
 /** The rate metadata of an envelope, wherever the server put it. */
-export function hostedRateLimit(envelope: Record<string, unknown>): RateLimitInfo | undefined {
+function hostedRateLimit(envelope: Record<string, unknown>): RateLimitInfo | undefined {
   const error = envelope.error;
   const details = isJsonObject(error) ? error.details : undefined;
   const data = envelope.data;
