@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { CallLog } from '../src/gateway/call-log.ts';
+import { CallLog } from '../src/gateway/operations/call-log.ts';
 
 const N = 20_000;
 const ROUNDS = 5;

@@ -2,14 +2,14 @@ import { EnvelopeError } from '../errors/index.ts';
 import { createIdSource } from '../ids/index.ts';
 import { Ledger } from '../ledger/index.ts';
 import { PACKAGE_VERSION } from '../version.ts';
-import { CallLog } from './call-log.ts';
-import { callTimeoutMs, type GatewayConfig, type UpstreamConfig } from './config.ts';
-import { Enforcement } from './enforcement.ts';
-import { type HttpGateway, startHttpGateway } from './http.ts';
-import type { GatewayOptions } from './session.ts';
-import { type StdioGateway, serveGatewayOnStdio } from './stdio.ts';
-import type { UpstreamOptions, UpstreamSpec } from './upstream.ts';
-import { UpstreamStatusBoard } from './upstream-status.ts';
+import { Enforcement } from './enforcement/enforcement.ts';
+import { type HttpGateway, startHttpGateway } from './http/server.ts';
+import { CallLog } from './operations/call-log.ts';
+import { callTimeoutMs, type GatewayConfig, type UpstreamConfig } from './operations/config.ts';
+import { UpstreamStatusBoard } from './operations/upstream-status.ts';
+import type { GatewayOptions } from './relay/client-session.ts';
+import { type StdioGateway, serveGatewayOnStdio } from './transports/stdio/serve-stdio.ts';
+import type { UpstreamOptions, UpstreamSpec } from './upstreams/upstream.ts';
 
 /**
  * Turns a resolved configuration into a running gateway: the ledger and the

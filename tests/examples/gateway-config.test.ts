@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { describe, expect, it } from 'vitest';
-import { loadGatewayConfig } from '../../src/gateway/config.ts';
+import { loadGatewayConfig } from '../../src/gateway/operations/config.ts';
 
 const CONFIG = fileURLToPath(new URL('../../examples/gateway.config.json', import.meta.url));
 

@@ -5,9 +5,9 @@ import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcont
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readCallLog } from '../../src/gateway/call-log.ts';
-import { startHttpGateway } from '../../src/gateway/http.ts';
-import { openSession } from '../../src/gateway/session.ts';
+import { startHttpGateway } from '../../src/gateway/http/server.ts';
+import { readCallLog } from '../../src/gateway/operations/call-log.ts';
+import { openClientSession } from '../../src/gateway/relay/client-session.ts';
 import { type GatewayDir, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
 import { BIN, FIXTURE, NODE, postInitialize, ROOT, type Running } from './processes.ts';
 
@@ -227,7 +227,7 @@ describe('over stdio, with one of two upstreams unable to start', () => {
 describe('an upstream waiting out a long backoff', () => {
   // The test's own timeout is far below the backoff: only a call that fails at once can pass.
   it('fails calls to it at once, not after the next attempt', { timeout: 5000 }, async () => {
-    const session = await openSession({
+    const session = await openClientSession({
       upstreams: [
         { name: 'alpha', kind: 'stdio', command: NODE, args: [FIXTURE] },
         {
@@ -307,7 +307,9 @@ describe('with every upstream unable to start', () => {
   });
 
   it('fails the session, naming the first upstream', async () => {
-    const error = await openSession({ upstreams: [failing('one'), failing('two')] }).catch((e: unknown) => e);
+    const error = await openClientSession({ upstreams: [failing('one'), failing('two')] }).catch(
+      (e: unknown) => e,
+    );
     expect((error as { code?: string }).code).toBe('ADAPTER.EXECUTION.FAILED');
     expect((error as Error).message).toMatch(/upstream one did not start/);
   });

@@ -3,8 +3,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHttpGateway } from '../../src/gateway/http.ts';
-import { type GatewaySession, openSession } from '../../src/gateway/session.ts';
+import { startHttpGateway } from '../../src/gateway/http/server.ts';
+import { type ClientSession, openClientSession } from '../../src/gateway/relay/client-session.ts';
 import {
   BIN,
   FIXTURE,
@@ -67,11 +67,11 @@ describe('the 2026-07-28 era through the gateway', () => {
 });
 
 describe('a relay over several upstreams', () => {
-  let session: GatewaySession;
+  let session: ClientSession;
   let client: Client;
 
   beforeAll(async () => {
-    session = await openSession({
+    session = await openClientSession({
       upstreams: [
         { name: 'alpha', kind: 'stdio', command: NODE, args: [FIXTURE] },
         { name: 'beta', kind: 'stdio', command: NODE, args: [FIXTURE] },
@@ -130,7 +130,7 @@ describe('a relay over several upstreams', () => {
 
 describe('a relay over upstreams that offer different things', () => {
   it('lists prompts and resources from the upstreams that have them, and skips the others', async () => {
-    const session = await openSession({
+    const session = await openClientSession({
       upstreams: [
         { name: 'full', kind: 'stdio', command: NODE, args: [FIXTURE] },
         {
@@ -163,12 +163,12 @@ describe('a relay over upstreams that offer different things', () => {
 
 describe('a relay in front of a remote Streamable HTTP upstream', () => {
   let remote: Running;
-  let session: GatewaySession;
+  let session: ClientSession;
   let client: Client;
 
   beforeAll(async () => {
     remote = await startListening([FIXTURE, '--http', '0']);
-    session = await openSession({ upstreams: [{ name: 'remote', kind: 'http', url: remote.url }] });
+    session = await openClientSession({ upstreams: [{ name: 'remote', kind: 'http', url: remote.url }] });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await session.relay.server.connect(serverSide);
     client = new Client({ name: 'remote-test', version: '1.0.0' }, { capabilities: { sampling: {} } });
@@ -211,7 +211,7 @@ describe('a relay in front of a remote Streamable HTTP upstream', () => {
 describe('an upstream that never answers initialize', () => {
   // The test's own timeout is below the 15 s default, so it passes only if startTimeoutMs is honoured.
   it('fails the session within the start timeout', { timeout: 8000 }, async () => {
-    const error = await openSession({
+    const error = await openClientSession({
       upstreams: [{ name: 'stuck', kind: 'stdio', command: NODE, args: [FIXTURE, '--hang'] }],
       upstream: { startTimeoutMs: 500 },
     }).catch((e: unknown) => e);

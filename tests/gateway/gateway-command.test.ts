@@ -2,7 +2,7 @@ import { existsSync, lstatSync, readFileSync, realpathSync, writeFileSync } from
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCallLog } from '../../src/gateway/call-log.ts';
+import { readCallLog } from '../../src/gateway/operations/call-log.ts';
 import { outputSchemaFor } from '../../src/mcp/dialects.ts';
 import { defaultRegistry } from '../../src/schemas/index.ts';
 import {

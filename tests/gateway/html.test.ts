@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { escapeHtml, renderInfoPage } from '../../src/gateway/html.ts';
+import { escapeHtml, renderInfoPage } from '../../src/gateway/http/info-page.ts';
 
 describe('the gateway info page', () => {
   it('escapes every value it shows', () => {

@@ -1,6 +1,6 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { prefersEventStream } from '../../src/gateway/session-transport.ts';
+import { prefersEventStream } from '../../src/gateway/transports/2025-11-25/session-transport.ts';
 import { initializeMessage, type Running, startProxyHttp } from './processes.ts';
 
 const VERSION = '2025-06-18';

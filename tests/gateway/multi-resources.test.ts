@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { statelessEraClient } from './era-2026-07-28.ts';
 import { EXAMPLES, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
-import { modernClient } from './modern.ts';
 import { FIXTURE, NODE, type Running } from './processes.ts';
 
 /**
@@ -14,7 +14,7 @@ import { FIXTURE, NODE, type Running } from './processes.ts';
 const README = { uri: 'legacy://readme', text: 'A legacy MCP server.' };
 
 describe.each([
-  { era: '2026-07-28', client: () => modernClient() },
+  { era: '2026-07-28', client: () => statelessEraClient() },
   { era: '2025-11-25', client: () => new Client({ name: 'resources-2025', version: '1.0.0' }) },
 ])('resources of the second of two upstreams, $era', ({ client: makeClient }) => {
   let gateway: Running;

@@ -4,7 +4,11 @@ import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCallLog, type StableCallLogEntry, stripVolatile } from '../../src/gateway/call-log.ts';
+import {
+  readCallLog,
+  type StableCallLogEntry,
+  stripVolatile,
+} from '../../src/gateway/operations/call-log.ts';
 import { Ledger } from '../../src/ledger/index.ts';
 import { gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
 import { BIN, NODE, ROOT, type Running } from './processes.ts';

@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewaySession, openSession } from '../../src/gateway/session.ts';
+import { type ClientSession, openClientSession } from '../../src/gateway/relay/client-session.ts';
 import { FIXTURE, type Running, startListening } from './processes.ts';
 
 /**
@@ -16,13 +16,13 @@ const codeOf = (error: unknown) => (error as { data?: { canonical_code?: string 
 describe('a remote Streamable HTTP upstream that drops and comes back', () => {
   let remote: Running;
   let port: string;
-  let session: GatewaySession;
+  let session: ClientSession;
   let client: Client;
 
   beforeAll(async () => {
     remote = await startListening([FIXTURE, '--http', '0']);
     port = new URL(remote.url).port;
-    session = await openSession({
+    session = await openClientSession({
       upstreams: [{ name: 'remote', kind: 'http', url: remote.url }],
       upstream: { restart: { initialDelayMs: 50, maxDelayMs: 200, maxRestarts: 200 } },
     });

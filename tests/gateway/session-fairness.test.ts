@@ -1,6 +1,10 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type HttpGateway, type SessionCloseReason, startHttpGateway } from '../../src/gateway/http.ts';
+import {
+  type HttpGateway,
+  type SessionCloseReason,
+  startHttpGateway,
+} from '../../src/gateway/http/server.ts';
 import { FIXTURE, initializeMessage, NODE } from './processes.ts';
 
 /**

@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCallLog } from '../../src/gateway/call-log.ts';
+import { readCallLog } from '../../src/gateway/operations/call-log.ts';
 import { type GatewayDir, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
 import type { Running } from './processes.ts';
 

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EnvelopeError } from '../../errors/index.ts';
-import type { GatewayConfig } from '../../gateway/config.ts';
+import type { GatewayConfig } from '../../gateway/operations/config.ts';
 import type { RunningGateway } from '../../gateway/start.ts';
 import { type Registrar, runs } from '../command.ts';
 import { EXIT } from '../output.ts';
@@ -83,7 +83,7 @@ export const registerGateway: Registrar = (program, invocation) => {
     .action(
       runs(invocation, async ({ io }, flags: GatewayFlags) => {
         // Loaded here, not at the top: the MCP SDK is only needed by the commands that serve.
-        const { httpListen, loadGatewayConfig } = await import('../../gateway/config.ts');
+        const { httpListen, loadGatewayConfig } = await import('../../gateway/operations/config.ts');
         const { startGateway } = await import('../../gateway/start.ts');
         const config = loadGatewayConfig(resolve(io.cwd, flags.config));
         if (flags.http === false) config.listen.http = undefined;

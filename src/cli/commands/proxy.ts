@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
 import { EnvelopeError } from '../../errors/index.ts';
-import { UPSTREAM_DIALECTS } from '../../gateway/config.ts';
+import { UPSTREAM_DIALECTS } from '../../gateway/operations/config.ts';
 import { type Registrar, runs } from '../command.ts';
 import { EXIT } from '../output.ts';
 import { parseListen } from './listen.ts';
@@ -117,7 +117,7 @@ export const registerProxy: Registrar = (program, invocation) => {
         const name = options.name ?? upstreamName(command, args);
         const listen = options.http ? parseListen(options.http) : undefined;
         // A proxy is a gateway with one upstream: the same configuration, checked the same way.
-        const { resolveGatewayConfig } = await import('../../gateway/config.ts');
+        const { resolveGatewayConfig } = await import('../../gateway/operations/config.ts');
         const { startGateway } = await import('../../gateway/start.ts');
         const config = resolveGatewayConfig(
           {

@@ -1,7 +1,7 @@
 import type { ServerCapabilities } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
-import { advertisedCapabilities, rememberCapabilities } from '../../../src/gateway/availability.ts';
-import type { Upstream } from '../../../src/gateway/upstream.ts';
+import { advertisedCapabilities, rememberCapabilities } from '../../../src/gateway/upstreams/availability.ts';
+import type { Upstream } from '../../../src/gateway/upstreams/upstream.ts';
 
 /** Only what availability.ts reads of an upstream. */
 function upstream(name: string, available: boolean, capabilities: ServerCapabilities): Upstream {

@@ -10,7 +10,7 @@ import {
   readCallLog,
   stripVolatile,
   VOLATILE_CALL_LOG_FIELDS,
-} from '../../../src/gateway/call-log.ts';
+} from '../../../src/gateway/operations/call-log.ts';
 
 let dir: string;
 beforeEach(() => {

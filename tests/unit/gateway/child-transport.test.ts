@@ -1,6 +1,6 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { ChildProcessTransport, StderrRing } from '../../../src/gateway/child-transport.ts';
+import { ChildProcessTransport, StderrRing } from '../../../src/gateway/upstreams/child-transport.ts';
 
 /** Runs a child that writes the given stdout bytes and exits; collects what the transport delivers. */
 async function delivered(

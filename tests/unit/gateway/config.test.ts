@@ -10,8 +10,8 @@ import {
   loadGatewayConfig,
   resolveGatewayConfig,
   UPSTREAM_DIALECTS,
-} from '../../../src/gateway/config.ts';
-import { restartDelayMs } from '../../../src/gateway/restart-policy.ts';
+} from '../../../src/gateway/operations/config.ts';
+import { restartDelayMs } from '../../../src/gateway/upstreams/restart-policy.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

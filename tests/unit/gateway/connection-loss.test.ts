@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { connectionVerdict, lossReason } from '../../../src/gateway/connection-loss.ts';
+import { connectionVerdict, lossReason } from '../../../src/gateway/upstreams/connection-loss.ts';
 
 /** The errors below are the ones the SDK's Streamable HTTP client reported when its server was killed and restarted. */
 describe('connectionVerdict', () => {

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
-import { LineServerTransport } from '../../../src/gateway/stdio-transport.ts';
+import { LineServerTransport } from '../../../src/gateway/transports/stdio/line-server-transport.ts';
 
 /** A transport on a pair of real streams, collecting what it delivers and what it answers. */
 async function opened(maxLineBytes: number) {

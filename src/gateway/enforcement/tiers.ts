@@ -4,10 +4,10 @@
  * tool's own name, with every tier name checked against the tier order, so that
  * nothing later can meet an unknown tier at call time.
  */
-import { DEFAULT_TIERS } from '../envelope/tiers.ts';
-import { EnvelopeError } from '../errors/index.ts';
-import { encodePointer } from '../pointer/json-pointer.ts';
-import { NAMESPACE_SEPARATOR } from './namespace.ts';
+import { DEFAULT_TIERS } from '../../envelope/tiers.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+import { encodePointer } from '../../pointer/json-pointer.ts';
+import { NAMESPACE_SEPARATOR } from '../relay/namespace.ts';
 
 /** The lowest tier that may call a tool, and what the upgrade hint says when a caller lacks it. */
 export interface ToolTier {

@@ -9,19 +9,19 @@ import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport, toWebRequest } from '@modelcontextprotocol/node';
 import type { AuthInfo, Transport } from '@modelcontextprotocol/server';
 import { isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
-import { decodeUtf8 } from '../canonical/index.ts';
-import { describeErrorCode, EnvelopeError, toJsonRpcError } from '../errors/index.ts';
+import { decodeUtf8 } from '../../canonical/index.ts';
+import { describeErrorCode, EnvelopeError, toJsonRpcError } from '../../errors/index.ts';
+import { nestingRefusal } from '../jsonrpc/inbound-depth.ts';
+import { type ClientSession, type GatewayOptions, openClientSession } from '../relay/client-session.ts';
+import { errorResponse, requestIdOf } from '../relay/downstream.ts';
+import { BoundedEventStore } from '../transports/2025-11-25/event-store.ts';
+import { SessionTransport } from '../transports/2025-11-25/session-transport.ts';
+import { StatelessHttp } from '../transports/2026-07-28/stateless-http.ts';
 import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
-import { errorResponse, requestIdOf } from './downstream.ts';
 import { DEFAULT_HTTP_PATH } from './endpoint.ts';
-import { BoundedEventStore } from './event-store.ts';
-import { renderInfoPage } from './html.ts';
-import { sendJson } from './http-reply.ts';
-import { nestingRefusal } from './inbound-depth.ts';
-import { ModernHttp } from './modern-http.ts';
+import { renderInfoPage } from './info-page.ts';
 import { checkHostAndOrigin, type OriginPolicy } from './origin.ts';
-import { type GatewayOptions, type GatewaySession, openSession } from './session.ts';
-import { SessionTransport } from './session-transport.ts';
+import { sendJson } from './reply.ts';
 
 export interface HttpGatewayOptions extends OriginPolicy {
   gateway: GatewayOptions;
@@ -79,7 +79,7 @@ export interface HttpGateway {
 interface SessionEntry {
   serve(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo): Promise<void>;
   close(): Promise<void>;
-  session: GatewaySession;
+  session: ClientSession;
   lastSeen: number;
   /** Who opened it: only the same principal may use or end it. */
   owner: string;
@@ -196,30 +196,30 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   const mcpPath = options.path ?? DEFAULT_HTTP_PATH;
   const sessions = new Map<string, SessionEntry>();
   const report = options.onError ?? (() => {});
-  let shared: Promise<GatewaySession> | undefined;
+  let shared: Promise<ClientSession> | undefined;
   let closing = false;
   // One session kept connected ahead of need, so an initialize does not wait for an upstream to start.
-  let spare: Promise<GatewaySession | undefined> | undefined;
+  let spare: Promise<ClientSession | undefined> | undefined;
   const warmSpare = () => {
-    spare = closing ? undefined : openSession(options.gateway).catch(() => undefined);
+    spare = closing ? undefined : openClientSession(options.gateway).catch(() => undefined);
   };
-  const takeSession = async (): Promise<GatewaySession> => {
+  const takeSession = async (): Promise<ClientSession> => {
     // Claim the spare before awaiting it: two initializes arriving together must not get the same one.
     const claimed = spare;
     warmSpare();
-    return (await claimed) ?? openSession(options.gateway);
+    return (await claimed) ?? openClientSession(options.gateway);
   };
 
   // One upstream connection set for the info page.
-  const sharedSession = (): Promise<GatewaySession> => {
-    shared ??= openSession(options.gateway).catch((error) => {
+  const sharedSession = (): Promise<ClientSession> => {
+    shared ??= openClientSession(options.gateway).catch((error) => {
       shared = undefined;
       throw error;
     });
     return shared;
   };
 
-  const modern = new ModernHttp({ gateway: options.gateway, maxBodyBytes: maxBody, onError: report });
+  const stateless = new StatelessHttp({ gateway: options.gateway, maxBodyBytes: maxBody, onError: report });
 
   async function newSession(
     req: IncomingMessage,
@@ -252,7 +252,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       return;
     }
     opening.set(owner, (opening.get(owner) ?? 0) + 1);
-    let session: GatewaySession;
+    let session: ClientSession;
     try {
       session = await takeSession();
     } catch (error) {
@@ -277,7 +277,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   /** A session's HTTP side, on the transport its options call for. */
   function sessionEntry(
     id: string,
-    session: GatewaySession,
+    session: ClientSession,
     owner: string,
   ): SessionEntry & { opened(): boolean } {
     const { transport, serve, opened } = options.resumable ? resumableTransport(id) : directTransport(id);
@@ -417,7 +417,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         return;
       }
       if (claimsModernEra(req) || !(await isLegacyRequest(await toWebRequest(req, body), body))) {
-        await modern.handle(req, res, body, authInfo);
+        await stateless.handle(req, res, body, authInfo);
         return;
       }
     }
@@ -555,7 +555,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       clearInterval(sweeper);
       await Promise.all([...sessions.values()].map((entry) => entry.end('shutdown').catch(() => {})));
       await Promise.all([...sessions.values()].map((entry) => entry.session.close()));
-      await modern.close().catch(() => {});
+      await stateless.close().catch(() => {});
       await (await spare)?.close();
       if (shared) await (await shared.catch(() => undefined))?.close();
       server.closeAllConnections();

@@ -13,8 +13,8 @@ import { once } from 'node:events';
 import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import pino from 'pino';
-import { digestValue, parseJson } from '../canonical/index.ts';
-import { randomRunId } from '../ids/index.ts';
+import { digestValue, parseJson } from '../../canonical/index.ts';
+import { randomRunId } from '../../ids/index.ts';
 
 /** `cancelled`: the client withdrew the call before its answer (no error of the tool's or the gateway's). */
 export type CallOutcome = 'ok' | 'error' | 'cancelled';

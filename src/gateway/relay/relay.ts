@@ -10,11 +10,11 @@ import type {
   Tool,
 } from '@modelcontextprotocol/server';
 import { ProtocolError, Server } from '@modelcontextprotocol/server';
-import { EnvelopeError, toJsonRpcError } from '../errors/index.ts';
-import { PACKAGE_VERSION } from '../version.ts';
-import { connectionSink, Downstream, isModernEra, toProtocolError } from './downstream.ts';
+import { EnvelopeError, toJsonRpcError } from '../../errors/index.ts';
+import { PACKAGE_VERSION } from '../../version.ts';
+import type { Upstream } from '../upstreams/upstream.ts';
+import { connectionSink, Downstream, isStatelessEra, toProtocolError } from './downstream.ts';
 import { NAMESPACE_SEPARATOR } from './namespace.ts';
-import type { Upstream } from './upstream.ts';
 
 export { NAMESPACE_SEPARATOR };
 
@@ -139,7 +139,7 @@ export class Relay {
       // requests have no rounds, so whatever they carry there stays theirs, as before.
       requestState: {
         verify: (state, ctx) =>
-          isModernEra(this.server) ? this.downstream.rounds.verify(state, ctx) : undefined,
+          isStatelessEra(this.server) ? this.downstream.rounds.verify(state, ctx) : undefined,
       },
     });
     this.#registerHandlers(capabilities);
@@ -161,7 +161,7 @@ export class Relay {
     return async (request, ctx) => {
       const params = request.params as Record<string, unknown> | undefined;
       try {
-        this.downstream.enter(ctx, isModernEra(this.server), params);
+        this.downstream.enter(ctx, isStatelessEra(this.server), params);
         const result = await body(params, ctx);
         // A result must not overtake the notifications the upstream sent before it.
         await this.downstream.settled(ctx);

@@ -5,11 +5,11 @@ import {
   serializeMessage,
   type Transport,
 } from '@modelcontextprotocol/server';
-import { decodeUtf8 } from '../canonical/index.ts';
-import { EnvelopeError } from '../errors/index.ts';
-import { errorResponse, requestIdOf } from './downstream.ts';
-import { nestingRefusal } from './inbound-depth.ts';
-import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from './line-reader.ts';
+import { decodeUtf8 } from '../../../canonical/index.ts';
+import { EnvelopeError } from '../../../errors/index.ts';
+import { nestingRefusal } from '../../jsonrpc/inbound-depth.ts';
+import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from '../../jsonrpc/line-reader.ts';
+import { errorResponse, requestIdOf } from '../../relay/downstream.ts';
 
 export interface LineServerTransportOptions {
   stdin?: NodeJS.ReadableStream;

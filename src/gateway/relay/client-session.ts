@@ -1,7 +1,7 @@
-import { advertisedCapabilities, announceRecovery, rememberCapabilities } from './availability.ts';
+import type { UpstreamStatusBoard } from '../operations/upstream-status.ts';
+import { advertisedCapabilities, announceRecovery, rememberCapabilities } from '../upstreams/availability.ts';
+import { type ConfiguredUpstream, Upstream, type UpstreamOptions } from '../upstreams/upstream.ts';
 import { Relay, type RelayOptions } from './relay.ts';
-import { type ConfiguredUpstream, Upstream, type UpstreamOptions } from './upstream.ts';
-import type { UpstreamStatusBoard } from './upstream-status.ts';
 
 export interface GatewayOptions extends RelayOptions {
   upstreams: readonly ConfiguredUpstream[];
@@ -13,7 +13,7 @@ export interface GatewayOptions extends RelayOptions {
 }
 
 /** One downstream session: its own upstream connections and the relay between them. */
-export interface GatewaySession {
+export interface ClientSession {
   relay: Relay;
   upstreams: readonly Upstream[];
   close(): Promise<void>;
@@ -76,7 +76,7 @@ export function watchRecoveries(
  * Each session owns its upstreams, so server-to-client requests, subscriptions
  * and log levels never cross between downstream clients.
  */
-export async function openSession(options: GatewayOptions): Promise<GatewaySession> {
+export async function openClientSession(options: GatewayOptions): Promise<ClientSession> {
   const upstreams = await connectUpstreams(options);
   const capabilities = advertisedCapabilities(options, upstreams);
   const relay = new Relay(upstreams, { ...options, capabilities });

@@ -6,9 +6,9 @@ import type {
   TransportSendOptions,
 } from '@modelcontextprotocol/server';
 import { PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
-import { EnvelopeError } from '../errors/index.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+import type { Upstream } from '../upstreams/upstream.ts';
 import { errorResponse, requestIdOf } from './downstream.ts';
-import type { Upstream } from './upstream.ts';
 
 /**
  * A 2026-07-28 client asks for resource updates on a `subscriptions/listen`

@@ -6,23 +6,23 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parseJsonBytes } from '../canonical/index.ts';
-import type { ResultDialectId } from '../envelope/dialect.ts';
-import { EnvelopeError, isEnvelopeError } from '../errors/index.ts';
-import { encodePointer } from '../pointer/json-pointer.ts';
-import schema from '../schemas/data/gateway.config.schema.json' with { type: 'json' };
-import { defaultRegistry, type SchemaIssue } from '../schemas/index.ts';
-import { DEFAULT_HTTP_PATH } from './endpoint.ts';
-import { DEFAULT_RESTART_POLICY } from './restart-policy.ts';
+import { parseJsonBytes } from '../../canonical/index.ts';
+import type { ResultDialectId } from '../../envelope/dialect.ts';
+import { EnvelopeError, isEnvelopeError } from '../../errors/index.ts';
+import { encodePointer } from '../../pointer/json-pointer.ts';
+import schema from '../../schemas/data/gateway.config.schema.json' with { type: 'json' };
+import { defaultRegistry, type SchemaIssue } from '../../schemas/index.ts';
 import {
   type GatewayTiers,
   type RawGatewayTiers,
   type RawUpstreamTiers,
   resolveTiers,
   type ToolTier,
-} from './tiers-config.ts';
+} from '../enforcement/tiers.ts';
+import { DEFAULT_HTTP_PATH } from '../http/endpoint.ts';
+import { DEFAULT_RESTART_POLICY } from '../upstreams/restart-policy.ts';
 
-export type { GatewayTiers, ToolTier } from './tiers-config.ts';
+export type { GatewayTiers, ToolTier } from '../enforcement/tiers.ts';
 
 export const GATEWAY_CONFIG_SCHEMA_ID = 'mcp-envelope.gateway.config.v1';
 export const GATEWAY_CONFIG_SCHEMA = schema as Record<string, unknown> & { $id: string };

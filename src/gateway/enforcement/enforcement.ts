@@ -1,21 +1,26 @@
 import { performance } from 'node:perf_hooks';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
 import { isInputRequiredResult } from '@modelcontextprotocol/server';
-import { FeatureGate } from '../envelope/tiers.ts';
-import { EnvelopeError } from '../errors/index.ts';
-import type { IdSource } from '../ids/index.ts';
-import type { Ledger } from '../ledger/index.ts';
-import { createPipeline, type Pipeline, type PipelineOptions, type PipelineTool } from '../mcp/pipeline.ts';
-import { readToolResult } from '../mcp/read-tool-result.ts';
-import type { CallLog, CallOutcome, CallTransport } from './call-log.ts';
-import type { GatewayTiers, UpstreamConfig } from './config.ts';
-import { isRoundSignal } from './input-required.ts';
+import { FeatureGate } from '../../envelope/tiers.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+import type { IdSource } from '../../ids/index.ts';
+import type { Ledger } from '../../ledger/index.ts';
+import {
+  createPipeline,
+  type Pipeline,
+  type PipelineOptions,
+  type PipelineTool,
+} from '../../mcp/pipeline.ts';
+import { readToolResult } from '../../mcp/read-tool-result.ts';
+import type { CallLog, CallOutcome, CallTransport } from '../operations/call-log.ts';
+import type { GatewayTiers, UpstreamConfig } from '../operations/config.ts';
+import { isRoundSignal } from '../relay/input-required.ts';
 import {
   type CallToolParams,
   NAMESPACE_SEPARATOR,
   type ToolCallContext,
   type ToolCallHandler,
-} from './relay.ts';
+} from '../relay/relay.ts';
 
 /**
  * What the gateway does to every tools/call: per upstream, either pass the

@@ -1,4 +1,4 @@
-import { EnvelopeError } from '../errors/index.ts';
+import { EnvelopeError } from '../../errors/index.ts';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 

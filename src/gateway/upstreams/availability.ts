@@ -9,7 +9,7 @@
  * which it sends when the upstream comes back.
  */
 import type { Server, ServerCapabilities } from '@modelcontextprotocol/server';
-import { mergeCapabilities } from './relay.ts';
+import { mergeCapabilities } from '../relay/relay.ts';
 import type { Upstream } from './upstream.ts';
 
 /** What an upstream last declared, per gateway (keyed by its options object), per upstream name. */

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { EnvelopeError } from '../errors/index.ts';
+import { EnvelopeError } from '../../errors/index.ts';
 
 /** A bearer token and the tier its holder gets. */
 export interface TokenGrant {

@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/client';
 import { LOG_LEVEL_META_KEY } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, httpTarget, modernClient, stdioTarget, textOf } from './modern.ts';
+import { eventually, httpTarget, statelessEraClient, stdioTarget, textOf } from './era-2026-07-28.ts';
 
 /** Upstream notifications for 2026-07-28 clients: listen streams, per-request log levels, progress. */
 
@@ -19,7 +19,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 notifications over $nam
 
   beforeAll(async () => {
     await target.start();
-    client = modernClient();
+    client = statelessEraClient();
     client.setNotificationHandler('notifications/message', async (notification) => {
       logs.push(`${notification.params.level}: ${String(notification.params.data)}`);
     });
@@ -144,7 +144,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 notifications over $nam
 describe.each([httpTarget(), stdioTarget()])(
   '2026-07-28 listen streams of one client over $name',
   (target) => {
-    const client = modernClient();
+    const client = statelessEraClient();
 
     beforeAll(async () => {
       await target.start();

@@ -12,7 +12,7 @@ import {
   parseJSONRPCMessage,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/server';
-import { sendJson } from './http-reply.ts';
+import { sendJson } from '../../http/reply.ts';
 
 /** SSE comment lines keep idle streams open through proxies that drop silent connections. */
 const KEEP_ALIVE_MS = 15_000;

@@ -1,4 +1,4 @@
-import type { Upstream } from './upstream.ts';
+import type { Upstream } from '../upstreams/upstream.ts';
 
 /**
  * What the operator sees of each upstream: the latest state any session's

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import { parseJSONRPCMessage, serializeMessage } from '@modelcontextprotocol/client';
-import { decodeUtf8 } from '../canonical/index.ts';
-import { toJsonRpcError } from '../errors/index.ts';
-import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from './line-reader.ts';
+import { decodeUtf8 } from '../../canonical/index.ts';
+import { toJsonRpcError } from '../../errors/index.ts';
+import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from '../jsonrpc/line-reader.ts';
 
 /** A line that opens as a response: its first top-level keys reach "result" or "error". */
 const RESPONSE_OPENING =

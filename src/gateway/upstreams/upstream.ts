@@ -16,10 +16,10 @@ import {
   SdkErrorCode,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
-import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../canonical/index.ts';
-import { EnvelopeError } from '../errors/index.ts';
-import { encodePointer } from '../pointer/json-pointer.ts';
-import { PACKAGE_VERSION } from '../version.ts';
+import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../../canonical/index.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+import { encodePointer } from '../../pointer/json-pointer.ts';
+import { PACKAGE_VERSION } from '../../version.ts';
 import { ChildProcessTransport, StderrRing } from './child-transport.ts';
 import { connectionVerdict, lossReason } from './connection-loss.ts';
 import { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelayMs } from './restart-policy.ts';

@@ -1,6 +1,6 @@
-import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../canonical/index.ts';
-import { EnvelopeError } from '../errors/index.ts';
-import { encodePointer } from '../pointer/json-pointer.ts';
+import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../../canonical/index.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+import { encodePointer } from '../../pointer/json-pointer.ts';
 
 /**
  * Why a message from a client is refused for its nesting, or undefined. Every

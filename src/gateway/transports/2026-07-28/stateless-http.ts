@@ -2,14 +2,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { AuthInfo, McpHttpHandler } from '@modelcontextprotocol/server';
 import { createMcpHandler } from '@modelcontextprotocol/server';
-import { EnvelopeError } from '../errors/index.ts';
-import { advertisedCapabilities } from './availability.ts';
-import { Downstream, errorResponse, listenSink, requestIdOf } from './downstream.ts';
-import { sendJson } from './http-reply.ts';
-import { listenedResources, MAX_OPEN_LISTENS, ResourceListens, tooManyListens } from './listen.ts';
-import { Relay } from './relay.ts';
-import { connectUpstreams, type GatewayOptions, watchRecoveries } from './session.ts';
-import type { Upstream } from './upstream.ts';
+import { EnvelopeError } from '../../../errors/index.ts';
+import { sendJson } from '../../http/reply.ts';
+import { connectUpstreams, type GatewayOptions, watchRecoveries } from '../../relay/client-session.ts';
+import { Downstream, errorResponse, listenSink, requestIdOf } from '../../relay/downstream.ts';
+import { listenedResources, MAX_OPEN_LISTENS, ResourceListens, tooManyListens } from '../../relay/listen.ts';
+import { Relay } from '../../relay/relay.ts';
+import { advertisedCapabilities } from '../../upstreams/availability.ts';
+import type { Upstream } from '../../upstreams/upstream.ts';
 
 /**
  * Stateless 2026-07-28 HTTP. Each request is served by a relay of its own,
@@ -22,7 +22,7 @@ import type { Upstream } from './upstream.ts';
  * has its own listen streams, so change notifications stay within it too.
  */
 
-export interface ModernHttpOptions {
+export interface StatelessHttpOptions {
   gateway: GatewayOptions;
   maxBodyBytes: number;
   onError: (error: unknown) => void;
@@ -43,11 +43,11 @@ function refuse(res: ServerResponse, body: unknown, error: EnvelopeError): void 
   sendJson(res, 200, errorResponse(requestIdOf(body) ?? null, error));
 }
 
-export class ModernHttp {
-  readonly #options: ModernHttpOptions;
+export class StatelessHttp {
+  readonly #options: StatelessHttpOptions;
   readonly #sessions = new Map<string, Promise<PrincipalSession>>();
 
-  constructor(options: ModernHttpOptions) {
+  constructor(options: StatelessHttpOptions) {
     this.#options = options;
   }
 

@@ -7,7 +7,7 @@ import {
   ProtocolError,
   ProtocolErrorCode,
 } from '@modelcontextprotocol/server';
-import { EnvelopeError } from '../errors/index.ts';
+import { EnvelopeError } from '../../errors/index.ts';
 
 /**
  * Server-to-client requests for 2026-07-28 clients. That era has no way to push

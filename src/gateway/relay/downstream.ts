@@ -10,10 +10,10 @@ import type {
   ServerNotifier,
 } from '@modelcontextprotocol/server';
 import { ProtocolError } from '@modelcontextprotocol/server';
-import { canonicalize } from '../canonical/index.ts';
-import { EnvelopeError, toJsonRpcError } from '../errors/index.ts';
+import { canonicalize } from '../../canonical/index.ts';
+import { EnvelopeError, toJsonRpcError } from '../../errors/index.ts';
+import type { Upstream } from '../upstreams/upstream.ts';
 import { InputRounds, type Progress, ROUND_METHODS } from './input-required.ts';
-import type { Upstream } from './upstream.ts';
 
 /**
  * The downstream side of one upstream session: which downstream requests are
@@ -74,7 +74,8 @@ export function errorResponse(id: RequestId | null, error: EnvelopeError): JSONR
   } as JSONRPCMessage;
 }
 
-export function isModernEra(server: Server): boolean {
+/** The 2026-07-28 era: requests stand alone, without an HTTP session. */
+export function isStatelessEra(server: Server): boolean {
   const version = server.getNegotiatedProtocolVersion();
   return version !== undefined && version >= '2026-07-28';
 }
@@ -85,11 +86,11 @@ export function connectionSink(server: Server): DownstreamSink {
     // serveStdio moves a 2026-07-28 connection's change notifications onto its listen streams;
     // that era has no unsolicited log messages.
     notify: (notification) =>
-      isModernEra(server) && !CHANGE_NOTIFICATIONS.has(notification.method)
+      isStatelessEra(server) && !CHANGE_NOTIFICATIONS.has(notification.method)
         ? Promise.resolve()
         : server.notification(notification),
     request: (message, signal) =>
-      isModernEra(server)
+      isStatelessEra(server)
         ? Promise.reject(noCallFor(message.method))
         : (server.request(message, ANY_RESULT, { signal }) as Promise<Result>),
   };
@@ -133,7 +134,7 @@ function progressTokenOf(meta: unknown): string | number | undefined {
 export class Downstream {
   readonly rounds: InputRounds;
   readonly #inFlight: ServerContext[] = [];
-  readonly #modern = new WeakSet<ServerContext>();
+  readonly #stateless = new WeakSet<ServerContext>();
   readonly #identity = new WeakMap<ServerContext, string>();
   /** Notifications to the downstream, in the order the upstream sent them. */
   #outbox: Promise<void> = Promise.resolve();
@@ -164,10 +165,10 @@ export class Downstream {
    * A downstream request begins. A 2026-07-28 retry of a parked call is
    * matched to it here, so a bad one is refused before anything else runs.
    */
-  enter(ctx: ServerContext, modern: boolean, params: Record<string, unknown> | undefined): void {
+  enter(ctx: ServerContext, stateless: boolean, params: Record<string, unknown> | undefined): void {
     this.#inFlight.push(ctx);
-    if (!modern) return;
-    this.#modern.add(ctx);
+    if (!stateless) return;
+    this.#stateless.add(ctx);
     const method = ctx.mcpReq.method;
     if (!ROUND_METHODS.has(method)) return;
     const identity = identityOf(method, params);
@@ -240,7 +241,7 @@ export class Downstream {
   #fromUpstream(notification: Notification): void {
     const live = this.#current();
     // Inside a call, the message rides that call's stream, as the upstream sent it during the call.
-    if (live && !this.#modern.has(live)) {
+    if (live && !this.#stateless.has(live)) {
       this.#queue(live, () => live.mcpReq.notify(notification));
       return;
     }
@@ -261,7 +262,7 @@ export class Downstream {
     const message = { method: request.method, params: request.params };
     const live = this.#current();
     try {
-      if (live && !this.#modern.has(live)) {
+      if (live && !this.#stateless.has(live)) {
         return (await live.mcpReq.send(message, ANY_RESULT, { signal })) as Result;
       }
       const round = this.rounds.offer(message, signal);

@@ -3,19 +3,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { readCallLog } from '../../src/gateway/call-log.ts';
-import { type HttpGateway, startHttpGateway } from '../../src/gateway/http.ts';
+import { type HttpGateway, startHttpGateway } from '../../src/gateway/http/server.ts';
+import { readCallLog } from '../../src/gateway/operations/call-log.ts';
 import {
   callLeg,
   eventually,
   httpTarget,
   type InputRequired,
-  modernClient,
   SAMPLED,
+  statelessEraClient,
   stdioTarget,
   type Target,
   textOf,
-} from './modern.ts';
+} from './era-2026-07-28.ts';
 import { FIXTURE, NODE } from './processes.ts';
 
 /**
@@ -51,7 +51,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
   });
 
   it('relays sampling, form and URL elicitation and roots as input_required rounds', async () => {
-    const client = modernClient({ sampling: {}, elicitation: { form: {}, url: {} }, roots: {} });
+    const client = statelessEraClient({ sampling: {}, elicitation: { form: {}, url: {} }, roots: {} });
     const asked: string[] = [];
     client.setRequestHandler('sampling/createMessage', async () => SAMPLED);
     client.setRequestHandler('elicitation/create', async (request) => {
@@ -76,7 +76,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
   });
 
   it('passes a decline through as the answer the upstream gets', async () => {
-    const client = modernClient({ elicitation: {} });
+    const client = statelessEraClient({ elicitation: {} });
     client.setRequestHandler('elicitation/create', async () => ({ action: 'decline' }));
     await connected(target, client);
     const result = await client.callTool({ name: 'test_elicitation', arguments: { message: 'who?' } });
@@ -84,7 +84,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
   });
 
   it('asks in a further round when the upstream asks again, and relays progress to each retry', async () => {
-    const client = modernClient({ elicitation: {} });
+    const client = statelessEraClient({ elicitation: {} });
     const questions: string[] = [];
     client.setRequestHandler('elicitation/create', async (request) => {
       questions.push(request.params.message);
@@ -116,7 +116,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
   });
 
   it('sends requests the upstream makes together in one round', async () => {
-    const client = modernClient({ elicitation: {}, sampling: {} });
+    const client = statelessEraClient({ elicitation: {}, sampling: {} });
     client.setRequestHandler('elicitation/create', async () => NAME);
     client.setRequestHandler('sampling/createMessage', async () => SAMPLED);
     const sent = await connected(target, client);
@@ -127,7 +127,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
   });
 
   it('lets at most 32 requests wait on one call; the upstream’s next one is refused at once', async () => {
-    const client = modernClient({ elicitation: {} });
+    const client = statelessEraClient({ elicitation: {} });
     let asked = 0;
     client.setRequestHandler('elicitation/create', async () => {
       asked++;
@@ -143,7 +143,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
   });
 
   it('refuses tampered, foreign, outdated and spent requestState with the SDK’s -32602', async () => {
-    const client = modernClient({ elicitation: {} });
+    const client = statelessEraClient({ elicitation: {} });
     await connected(target, client);
     const call = { name: 'ask_twice', arguments: {} };
     const retry = (leg: InputRequired, answer: unknown, state = leg.requestState) =>
@@ -182,7 +182,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
   });
 
   it('answers a client that lacks the capability with -32021 and cancels the upstream call', async () => {
-    const client = modernClient({ sampling: {} });
+    const client = statelessEraClient({ sampling: {} });
     await connected(target, client);
     const before = Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })));
     const error = await client.callTool({ name: 'ask_twice', arguments: {} }).catch(errorOf);
@@ -191,7 +191,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
   });
 
   it('drops a request the upstream withdrew while the call was parked', async () => {
-    const client = modernClient({ sampling: {}, elicitation: {} });
+    const client = statelessEraClient({ sampling: {}, elicitation: {} });
     let withdrawn: () => void = () => {};
     const announced = new Promise<void>((resolve) => {
       withdrawn = resolve;
@@ -228,7 +228,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
 
   // Last: the crash restarts this target's upstream.
   it('fails the retry with ADAPTER.EXECUTION.FAILED when the upstream crashed while the call was parked', async () => {
-    const client = modernClient({ sampling: {} });
+    const client = statelessEraClient({ sampling: {} });
     await connected(target, client);
     const call = { name: 'test_sampling', arguments: { prompt: 'p' } };
     const first = await callLeg(client, call);
@@ -271,7 +271,7 @@ describe.each([httpTarget(['--timeout', '1500']), stdioTarget(['--timeout', '150
     });
 
     it('is cancelled upstream within its timeout, and its state is then spent', async () => {
-      const client = modernClient({ elicitation: {} });
+      const client = statelessEraClient({ elicitation: {} });
       await connected(target, client);
       const before = Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })));
       const first = await callLeg(client, { name: 'ask_twice', arguments: {} });
@@ -304,12 +304,12 @@ describe('2026-07-28 input rounds over HTTP with bearer tokens', () => {
   it('never sends one principal’s server-to-client request to another’s client', async () => {
     const alphaAsked: string[] = [];
     const betaAsked: string[] = [];
-    const alpha = modernClient({ elicitation: {} });
+    const alpha = statelessEraClient({ elicitation: {} });
     alpha.setRequestHandler('elicitation/create', async (request) => {
       alphaAsked.push(request.params.message);
       return NAME;
     });
-    const beta = modernClient({ elicitation: {} });
+    const beta = statelessEraClient({ elicitation: {} });
     beta.setRequestHandler('elicitation/create', async (request) => {
       betaAsked.push(request.params.message);
       return NAME;
@@ -348,8 +348,8 @@ describe('2026-07-28 input rounds over HTTP with bearer tokens', () => {
   });
 
   it('refuses one principal’s requestState when another presents it', async () => {
-    const alpha = modernClient({ sampling: {} });
-    const beta = modernClient({ sampling: {} });
+    const alpha = statelessEraClient({ sampling: {} });
+    const beta = statelessEraClient({ sampling: {} });
     await connected(target, alpha, 'alpha-token-0123456789');
     await connected(target, beta, 'beta-token-0123456789');
     const call = { name: 'test_sampling', arguments: { prompt: 'p' } };
@@ -380,7 +380,7 @@ describe.each([withLogs(httpTarget), withLogs(stdioTarget)])(
     });
 
     it('wraps only the final result, and logs the call once', async () => {
-      const client = modernClient({ sampling: {} });
+      const client = statelessEraClient({ sampling: {} });
       client.setRequestHandler('sampling/createMessage', async () => SAMPLED);
       await connected(target, client);
       const result = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'p' } });
@@ -420,7 +420,7 @@ describe('a gateway at its limit of parked calls', () => {
   });
 
   it('refuses one more with RESOURCE_EXHAUSTED, cancels its upstream call, and keeps the parked one', async () => {
-    const client = modernClient({ sampling: {}, elicitation: {} });
+    const client = statelessEraClient({ sampling: {}, elicitation: {} });
     open.push(client);
     await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
     const before = Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })));
@@ -460,7 +460,7 @@ describe('a gateway at its limit of parked calls, with a short call timeout', ()
   });
 
   it('frees the place of a parked call that was never retried once its timeout is up', async () => {
-    const client = modernClient({ sampling: {}, elicitation: {} });
+    const client = statelessEraClient({ sampling: {}, elicitation: {} });
     open.push(client);
     await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
     const abandoned = await callLeg(client, { name: 'ask_twice', arguments: {} });

@@ -3,10 +3,10 @@ import { Client, StreamableHTTPClientTransport, withInputRequired } from '@model
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { BIN, FIXTURE, NODE, ROOT, type Running, startProxyHttp } from './processes.ts';
 
-/** Helpers for the gateway tests of 2026-07-28 ("modern") clients. */
+/** Helpers for the gateway tests of 2026-07-28 (stateless-era) clients. */
 
 /** A client pinned to 2026-07-28, declaring the given capabilities. */
-export function modernClient(capabilities: ClientCapabilities = {}): Client {
+export function statelessEraClient(capabilities: ClientCapabilities = {}): Client {
   return new Client(
     { name: 'modern-test', version: '1.0.0' },
     { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities },

@@ -1,10 +1,10 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { ListenWatchingTransport, ResourceListens } from './listen.ts';
-import { type GatewayOptions, type GatewaySession, openSession } from './session.ts';
-import { LineServerTransport } from './stdio-transport.ts';
+import { type ClientSession, type GatewayOptions, openClientSession } from '../../relay/client-session.ts';
+import { ListenWatchingTransport, ResourceListens } from '../../relay/listen.ts';
+import { LineServerTransport } from './line-server-transport.ts';
 
 export interface StdioGateway {
-  session: GatewaySession;
+  session: ClientSession;
   /** Resolves when the downstream client closed stdin (or close() was called). */
   closed: Promise<void>;
   close(): Promise<void>;
@@ -16,7 +16,7 @@ export interface StdioGateway {
  * are written to stdout; everything else belongs on stderr.
  */
 export async function serveGatewayOnStdio(options: GatewayOptions): Promise<StdioGateway> {
-  const session = await openSession(options);
+  const session = await openClientSession(options);
   let markClosed: () => void = () => {};
   const closed = new Promise<void>((resolve) => {
     markClosed = resolve;
