@@ -1,13 +1,16 @@
+/**
+ * mcp-envelope/canonical: RFC 8785 canonical JSON, digests over it, and strict
+ * (I-JSON) JSON input, including the lossless parse that keeps numbers as
+ * written. `pathBeyondDepth` is the check behind JSON_TOO_DEEP, for values that
+ * did not come through `parseJson` (a relayed message, say).
+ */
 export { canonicalBytes, canonicalize } from './canonicalize.ts';
 export {
-  assertDigestAlg,
   DIGEST_ALGORITHMS,
-  DIGEST_HEX_LENGTH,
   type Digest,
   type DigestAlg,
   digestBytes,
   digestFile,
-  digestFormatProblem,
   digestStream,
   digestValue,
   isDigestAlg,
@@ -23,8 +26,6 @@ export {
   parseJsonLossless,
 } from './json-text.ts';
 export {
-  hasOwn,
-  isJsonObject,
   isRawNumber,
   type JsonObject,
   type JsonPrimitive,
@@ -34,5 +35,4 @@ export {
   plainJson,
   type RawNumber,
   rawNumberValue,
-  setMember,
 } from './json-value.ts';

@@ -1,27 +1,26 @@
+/**
+ * mcp-envelope/envelope: `mcp.envelope.v0.1` and its compatibility policy, the
+ * dialects (detection, normalization, conversion), response profiles and the
+ * tier gate. Each codec's own constants and the policy's building blocks stay
+ * internal: the functions here are the way in.
+ */
 export {
-  ADAPTER_EXECUTION_FAILED,
-  ADAPTER_STDERR_OUTPUT,
-  adapterFailureEntry,
   applyCompatibilityPolicy,
   type ObservedFailure,
-  STDERR_EXCERPT_CHARS,
-  stderrExcerpt,
-  toolReportedErrors,
   type WrapOptions,
   type WrapOutcome,
   wrapFailure,
   wrapLegacy,
 } from './compat-policy.ts';
-// The dialect layer: codecs, detection, conversion, tiers and profiles. These
-// names are stable; the SDK integration imports them.
-export { type Conversion, type ConvertOptions, convert, type Normalized, normalize } from './convert.ts';
 export {
-  claimedBy,
-  type DetectionReport,
-  detectDialect,
-  envelopesIn,
-  requireDialect,
-} from './detect.ts';
+  type Conversion,
+  type ConvertOptions,
+  convert,
+  type LosslessInput,
+  type Normalized,
+  normalize,
+} from './convert.ts';
+export { type DetectionReport, detectDialect } from './detect.ts';
 export {
   type Detection,
   DIALECT_IDS,
@@ -32,12 +31,8 @@ export {
   type Loss,
   type ResultDialectId,
 } from './dialect.ts';
-export { A11Y_ENVELOPE, a11yRequestId } from './dialects/a11y-v01.ts';
-export { HOSTED_SCHEMA_VERSION, NO_RATE_LIMIT } from './dialects/hosted-v2.ts';
-export { CODECS, codecFor, ENVELOPE_CODECS, isDialectId } from './dialects/index.ts';
+export { CODECS, codecFor, isDialectId } from './dialects/index.ts';
 export { parseRequestEnvelope, type RequestEnvelope } from './dialects/jsonrpc-request.ts';
-export { UPGRADE_HINT_WARNING } from './dialects/prov-v01.ts';
-export { CODE_CONTENT_KEYS, SCALPEL_TIERS } from './dialects/scalpel-v1.ts';
 export type {
   IssueEntry,
   NormalizedError,
@@ -57,14 +52,10 @@ export {
 } from './profiles.ts';
 export {
   assertEnvelopeV01,
-  claimsEnvelopeV01,
-  classifyV01,
   ENVELOPE_V01,
   type EnvelopeV01,
-  envelopeFromText,
   envelopeV01Issues,
   isEnvelopeV01,
-  type V01Classification,
 } from './prov-v01.ts';
 export {
   DEFAULT_TIERS,
@@ -72,6 +63,4 @@ export {
   type GateDecision,
   gateFeature,
   type TierConfig,
-  upgradeRequiredError,
-  withUpgradeHints,
 } from './tiers.ts';

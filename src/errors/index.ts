@@ -1,3 +1,7 @@
+/**
+ * mcp-envelope/errors: the canonical error table and the one error class the
+ * library throws.
+ */
 export {
   canonicalCode,
   DIALECT_SPELLINGS,
@@ -10,7 +14,6 @@ export {
   type ErrorSource,
   isErrorCode,
   isKnownErrorCode,
-  JSONRPC,
   type KnownErrorCodeSpec,
   lookupErrorCode,
   type SpellingDialect,

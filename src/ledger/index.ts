@@ -1,4 +1,8 @@
-export { MIGRATIONS } from './migrations.ts';
+/**
+ * mcp-envelope/ledger: the SQLite store of provenance records (node:sqlite,
+ * so it is kept off the package root) and its verification. Migrations are
+ * applied when a file is opened, never called from outside.
+ */
 export {
   type InsertMeta,
   type InsertResult,

@@ -1,6 +1,13 @@
-export { detectEnvelope, type EnvelopeDetection, outputSchemaFor } from './dialects.ts';
-export { selfContainedSchema } from './output-schema.ts';
+/**
+ * mcp-envelope/mcp: the official SDK v2 integration. `withEnvelope` for an
+ * `McpServer`, `createPipeline` for a low-level `Server` (or a gateway),
+ * `readToolResult` and `callToolWithRetry` on the client side. How results are
+ * carried in content blocks and detected stays internal.
+ */
+export { outputSchemaFor } from './dialects.ts';
 export {
+  type CallAction,
+  type CallFailure,
   type CallOutcome,
   type CallSummary,
   createPipeline,
@@ -8,7 +15,7 @@ export {
   type PipelineOptions,
   PipelineRpcError,
   type PipelineTool,
-  type RecordContext,
+  type RecordPlacement,
   type ToolArguments,
   type ToolCall,
   ToolTimeoutError,
@@ -21,16 +28,5 @@ export {
   readToolResult,
   type ToolResultRead,
 } from './read-tool-result.ts';
-export {
-  contentText,
-  type EnvelopeToToolResultOptions,
-  envelopeToToolResult,
-  LOSSES_META_KEY,
-  PROVENANCE_META_KEY,
-  parseJsonText,
-  type ToolResultLike,
-  type ToolResultPayload,
-  toolResultPayload,
-  valueToToolResult,
-} from './tool-result.ts';
+export { LOSSES_META_KEY, PROVENANCE_META_KEY, type ToolResultLike } from './tool-result.ts';
 export { RESULT_SCHEMA_META_KEY, type WithEnvelopeOptions, withEnvelope } from './with-envelope.ts';

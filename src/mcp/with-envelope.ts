@@ -1,3 +1,4 @@
+// The SDK is a peer dependency: these are the classes of the user's own copy, the one their McpServer comes from.
 import {
   type CallToolResult,
   isInputRequiredResult,

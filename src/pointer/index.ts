@@ -1,10 +1,10 @@
+/** mcp-envelope/pointer: RFC 6901 JSON Pointers and prov-spec evidence anchors. */
 export {
   type AnchorResolution,
   type EvidenceAnchor,
   formatAnchor,
   parseAnchor,
   resolveAnchor,
-  splitLines,
 } from './anchor.ts';
 export {
   encodePointer,

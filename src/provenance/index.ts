@@ -1,4 +1,8 @@
-export { ArtifactFolder, type ArtifactLookup } from './artifact-folder.ts';
+/**
+ * mcp-envelope/provenance: build, attach, sign and verify `prov.record.v0.1`
+ * records; the method catalog and its contracts; lineage. Confined artifact
+ * reads are what `verify` does with `artifactsDir`, so that class stays internal.
+ */
 export {
   attachRecord,
   buildCallRecord,
@@ -13,22 +17,24 @@ export {
   checkMethodIds,
   lookupMethod,
   METHOD_CATALOG,
-  METHOD_ID_PATTERN,
   type MethodCatalog,
+  type MethodCheckOptions,
   type MethodEntry,
   type MethodFinding,
 } from './catalog.ts';
-export { CONTRACT_METHODS, type ContractFinding, checkContracts } from './contracts.ts';
+export { type ContractContext, type ContractFinding, checkContracts } from './contracts.ts';
 export {
   attachRecordDigest,
   checkRecordDigest,
   checkSignature,
   computeRecordDigest,
   generateSigningKeyPair,
+  type KeyPairPem,
   keyIdFor,
   loadPrivateKey,
   loadPublicKey,
-  SIGNATURE_ALG,
+  type RecordDigestCheck,
+  type SignatureCheck,
   signRecord,
 } from './integrity.ts';
 export { type LineageEdge, LineageGraph, type LineageReport } from './lineage.ts';
@@ -37,12 +43,12 @@ export {
   type ArtifactContent,
   type ArtifactSpec,
   buildArtifact,
-  digestMethod,
   type Evidence,
   METHODS,
   type ProvRecord,
   RECORD_V01,
   RecordBuilder,
+  type RecordBuilderOptions,
 } from './record.ts';
 export {
   type CheckStatus,

@@ -4,7 +4,14 @@ import {
   ProtocolError,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
-import { createMcpHandler, McpServer, UrlElicitationRequiredError } from '@modelcontextprotocol/server';
+import {
+  createMcpHandler,
+  McpServer,
+  ProtocolErrorCode,
+  type ServerContext,
+  ProtocolError as ServerProtocolError,
+  UrlElicitationRequiredError,
+} from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import * as z from 'zod/v4';
 import { createExampleServer } from '../../examples/envelope-server.ts';
@@ -280,5 +287,99 @@ describe('withEnvelope and the server it wraps', () => {
       _meta: { capture_provenance: true },
     });
     expect(structured(result).provenance).toMatchObject({ tool: { name: 'stats', version: '1.0.0' } });
+  });
+});
+
+describe('withEnvelope and the SDK copy the user has', () => {
+  type ToolsCallHandler = (request: unknown, ctx: ServerContext) => Promise<unknown>;
+
+  /**
+   * The tools/call handler withEnvelope installed, as the server stores it (the
+   * SDK's own accessor for dispatching a request without a transport), and a
+   * context the SDK built for a real call, so a failure is seen where it is
+   * thrown: on the server, before the SDK serializes it for the wire.
+   */
+  async function direct(server: McpServer): Promise<(name: string, args: unknown) => Promise<unknown>> {
+    let captured: ServerContext | undefined;
+    server.registerTool('probe', {}, async (ctx) => {
+      captured = ctx;
+      return { content: [{ type: 'text', text: 'ok' }] };
+    });
+    const client = await connect(server);
+    await client.callTool({ name: 'probe', arguments: {} });
+    const low = server.server as unknown as {
+      _getRequestHandler(method: string): ToolsCallHandler | undefined;
+    };
+    const handler = low._getRequestHandler('tools/call');
+    if (!handler || !captured) throw new Error('no tools/call handler, or no context captured');
+    const ctx = captured;
+    let id = 0;
+    return (name, args) =>
+      handler(
+        { jsonrpc: '2.0', id: `direct-${++id}`, method: 'tools/call', params: { name, arguments: args } },
+        ctx,
+      );
+  }
+
+  it("throws protocol failures as the user's own ProtocolError class (the SDK is a peer, never a second copy)", async () => {
+    const server = new McpServer({ name: 'peer', version: '1.0.0' });
+    server.registerTool('need', { inputSchema: z.object({ n: z.number() }) }, async ({ n }) => ({
+      content: [{ type: 'text', text: String(n) }],
+    }));
+    server.registerTool('off', {}, async () => ({ content: [{ type: 'text', text: 'never' }] })).disable();
+    withEnvelope(server, { invalidInput: 'jsonrpc-error' });
+    const call = await direct(server);
+
+    const unknown = await call('missing', {}).catch((caught: unknown) => caught);
+    expect(unknown).toBeInstanceOf(ServerProtocolError);
+    expect(unknown).toMatchObject({
+      code: ProtocolErrorCode.InvalidParams,
+      message: 'Tool missing not found',
+    });
+
+    const disabled = await call('off', {}).catch((caught: unknown) => caught);
+    expect(disabled).toBeInstanceOf(ServerProtocolError);
+    expect(disabled).toMatchObject({ code: ProtocolErrorCode.InvalidParams, message: 'Tool off disabled' });
+
+    const invalid = await call('need', { n: 'x' }).catch((caught: unknown) => caught);
+    expect(invalid).toBeInstanceOf(ServerProtocolError);
+    expect(invalid).toMatchObject({
+      code: ProtocolErrorCode.InvalidParams,
+      data: { canonical_code: 'INVALID_INPUT', pointer: '/n' },
+    });
+  });
+
+  it("recognises the user's own ProtocolError thrown by a tool as a protocol signal, not a tool failure", async () => {
+    const server = new McpServer({ name: 'peer', version: '1.0.0' });
+    server.registerTool('login', {}, async () => {
+      throw new ServerProtocolError(ProtocolErrorCode.UrlElicitationRequired, 'Sign in first', {
+        elicitations: [
+          { mode: 'url', message: 'Sign in', url: 'https://example.com/login', elicitationId: 'e2' },
+        ],
+      });
+    });
+    withEnvelope(server);
+    const call = await direct(server);
+    const error = await call('login', {}).catch((caught: unknown) => caught);
+    // Had withEnvelope not recognised it, this would be an ADAPTER.EXECUTION.FAILED envelope, not a rejection.
+    expect(error).toBeInstanceOf(ServerProtocolError);
+    expect(error).toMatchObject({ code: ProtocolErrorCode.UrlElicitationRequired });
+  });
+
+  it('records the version the server was built with, or the one the caller gives, never 0.0.0', async () => {
+    const calls = { name: 'lookup', arguments: {}, _meta: { capture_provenance: true } };
+    const build = (options: Parameters<typeof withEnvelope>[1] = {}) => {
+      const server = new McpServer({ name: 'search-service', version: '3.1.4' });
+      server.registerTool('lookup', {}, async () => ({ content: [{ type: 'text', text: '{"hits":2}' }] }));
+      withEnvelope(server, options);
+      return server;
+    };
+    const own = structured(await (await connect(build())).callTool(calls));
+    expect(own.provenance).toMatchObject({ tool: { name: 'lookup', version: '3.1.4' } });
+    const told = structured(
+      await (await connect(build({ server: { name: 'search', version: '9.9.9' } }))).callTool(calls),
+    );
+    expect(told.provenance).toMatchObject({ tool: { name: 'lookup', version: '9.9.9' } });
+    expect(JSON.stringify([own, told])).not.toContain('0.0.0');
   });
 });

@@ -8,7 +8,7 @@ import { parseJson, parseJsonBytes } from '../../src/canonical/json-text.ts';
 import { wrapLegacy } from '../../src/envelope/index.ts';
 import type { EnvelopeError } from '../../src/errors/index.ts';
 import { resolvePointer } from '../../src/pointer/index.ts';
-import { ArtifactFolder } from '../../src/provenance/index.ts';
+import { ArtifactFolder } from '../../src/provenance/artifact-folder.ts';
 
 /** The stable code of the EnvelopeError `run` throws. */
 function codeOf(run: () => unknown): string {

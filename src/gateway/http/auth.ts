@@ -21,6 +21,14 @@ function digest(value: string): Buffer {
  * Checks `Authorization: Bearer` headers against configured tokens. Tokens are
  * compared as SHA-256 digests with timingSafeEqual, so neither the length nor
  * the content of a configured token leaks through response timing.
+ *
+ * Not the SDK's `verifyBearerToken` / `requireBearerAuth`: they are async
+ * (the HTTP router calls `authenticate` synchronously), refuse tokens without
+ * an `expiresAt` (configured tokens have none), answer with OAuth error JSON
+ * that cannot tell a missing token (AUTH_REQUIRED) from a wrong one
+ * (UNAUTHORIZED), and take the first word after `Bearer ` as the token,
+ * ignoring anything after it. The comparison would be ours either way: the SDK
+ * leaves it to the verifier.
  */
 export class BearerAuth {
   readonly #grants: { digest: Buffer; tier: string; tokenId: string }[];

@@ -1,6 +1,10 @@
+import {
+  localhostAllowedHostnames,
+  localhostAllowedOrigins,
+  validateHostHeader,
+  validateOriginHeader,
+} from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
-
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
 export interface OriginPolicy {
   /** Extra Host names accepted besides loopback (e.g. a public name behind a proxy). */
@@ -9,37 +13,43 @@ export interface OriginPolicy {
   allowedOrigins?: readonly string[];
 }
 
-function hostnameOf(hostHeader: string): string {
-  // "[::1]:8080" keeps its brackets; "name:8080" loses the port.
-  if (hostHeader.startsWith('[')) return hostHeader.slice(0, hostHeader.indexOf(']') + 1).toLowerCase();
-  return (hostHeader.split(':')[0] ?? '').toLowerCase();
+/** A configured name as the SDK reads a header's: lower case, IPv6 in brackets, IDN as punycode. */
+function hostnameOf(name: string): string {
+  try {
+    return new URL(`http://${name}`).hostname;
+  } catch {
+    return name.toLowerCase();
+  }
 }
 
 /**
  * DNS-rebinding protection: a page on a hostile domain that resolves to
  * 127.0.0.1 still sends its own Host and Origin, so both must name an
  * allowed host. Throws `forbidden` otherwise.
+ *
+ * The header parsing and matching are the SDK's (`validateHostHeader`,
+ * `validateOriginHeader`, the same checks its own transports run). This
+ * wrapper adds what they cannot say: the gateway's error (403 FORBIDDEN naming
+ * the header, not the SDK's JSON-RPC -32000 reply), loopback always allowed
+ * besides the configured names, and full origins (`https://app.example`)
+ * matched exactly, since the SDK's list compares host names only.
  */
 export function checkHostAndOrigin(
   host: string | undefined,
   origin: string | undefined,
   policy: OriginPolicy = {},
 ): void {
-  const hosts = new Set([...LOOPBACK, ...(policy.allowedHosts ?? []).map((h) => h.toLowerCase())]);
-  if (!host || !hosts.has(hostnameOf(host))) {
+  const hosts = [...localhostAllowedHostnames(), ...(policy.allowedHosts ?? []).map(hostnameOf)];
+  if (!validateHostHeader(host, hosts).ok) {
     throw new EnvelopeError('FORBIDDEN', 'Host header is not allowed', { header: 'host' });
   }
   if (origin === undefined) return;
-  const extra = (policy.allowedOrigins ?? []).map((o) => o.toLowerCase());
+  const extra = (policy.allowedOrigins ?? []).map((entry) => entry.toLowerCase());
   if (extra.includes(origin.toLowerCase())) return;
-  let originHost: string;
-  try {
-    originHost = new URL(origin).host;
-  } catch {
-    throw new EnvelopeError('FORBIDDEN', 'Origin header is not allowed', { header: 'origin' });
-  }
-  const name = hostnameOf(originHost);
-  if (!LOOPBACK.has(name) && !extra.includes(name)) {
+  // Bare names pass to the SDK as host names; `<scheme>://*` entries keep the SDK's meaning (any origin of that scheme).
+  const names = extra.map((entry) => (entry.includes('://') ? entry : hostnameOf(entry)));
+  // The SDK lets an empty header through as absent; a browser never sends one, so it is refused as before.
+  if (origin === '' || !validateOriginHeader(origin, [...localhostAllowedOrigins(), ...names]).ok) {
     throw new EnvelopeError('FORBIDDEN', 'Origin header is not allowed', { header: 'origin' });
   }
 }

@@ -3,16 +3,18 @@ import { canonicalize } from '../../../src/canonical/canonicalize.ts';
 import {
   ADAPTER_EXECUTION_FAILED,
   adapterFailureEntry,
+  STDERR_EXCERPT_CHARS,
+  toolReportedErrors,
+} from '../../../src/envelope/compat-policy.ts';
+import {
   applyCompatibilityPolicy,
   assertEnvelopeV01,
   ENVELOPE_V01,
-  envelopeFromText,
   isEnvelopeV01,
-  STDERR_EXCERPT_CHARS,
-  toolReportedErrors,
   wrapFailure,
   wrapLegacy,
 } from '../../../src/envelope/index.ts';
+import { envelopeFromText } from '../../../src/envelope/prov-v01.ts';
 import type { EnvelopeError } from '../../../src/errors/index.ts';
 
 const LEGACY: [string, unknown][] = [

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatAnchor, parseAnchor, resolveAnchor, splitLines } from '../../../src/pointer/index.ts';
+import { splitLines } from '../../../src/pointer/anchor.ts';
+import { formatAnchor, parseAnchor, resolveAnchor } from '../../../src/pointer/index.ts';
 
 describe('evidence anchors', () => {
   it.each([

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { wrapLegacy } from '../../../src/envelope/index.ts';
+import { CONTRACT_METHODS } from '../../../src/provenance/contracts.ts';
 import {
   attachRecord,
-  CONTRACT_METHODS,
   checkContracts,
   checkMethodId,
   checkMethodIds,

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalize } from '../../../src/canonical/canonicalize.ts';
 import { wrapLegacy } from '../../../src/envelope/index.ts';
+import { ArtifactFolder } from '../../../src/provenance/artifact-folder.ts';
 import {
-  ArtifactFolder,
   attachRecord,
   buildArtifact,
   generateSigningKeyPair,
