@@ -9,7 +9,9 @@ import { BIN, FIXTURE, initializeMessage, NODE, ROOT, type Running } from './pro
 
 /**
  * Settings an operator relies on do what they say: `listen.http.path` is where
- * MCP is served, and `auth.required` fails closed.
+ * MCP is served, and `auth.required` fails closed. Every setting's own case
+ * (against its default) is in every-setting.test.ts; these are the scenarios
+ * around them.
  */
 
 const TOKEN = 'ops-token-0123456789abcdef';
@@ -74,20 +76,6 @@ describe('listen.http.path and auth.required', () => {
       expect(run.stderr).toContain('CONFIG_INVALID');
       expect(run.stderr).toContain('SETTINGS_UNSET_TOKEN');
     }
-  });
-
-  it('listen.http.resumable stamps SSE events with ids a client can resume from', async () => {
-    const { config } = gatewayDir((raw) => {
-      raw.listen = { stdio: false, http: { resumable: true } };
-    });
-    const gateway = await startGatewayHttp(['--config', config]);
-    running.push(gateway);
-    const body = await (await post(gateway.url)).text();
-    expect(body).toMatch(/^id: \S+/m);
-    const plain = gatewayDir();
-    const other = await startGatewayHttp(['--config', plain.config]);
-    running.push(other);
-    expect(await (await post(other.url)).text()).not.toMatch(/^id: /m);
   });
 
   it('with auth.required false, serves anonymous callers and still refuses a wrong token', async () => {
@@ -189,64 +177,5 @@ describe('finding your way around the HTTP surface', () => {
     const unknown = await fetch(new URL('/nowhere', gateway.url));
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { message: string } }).error.message).toContain('/mcp');
-  });
-});
-
-describe('session settings', () => {
-  it('listen.http.maxSessions caps sessions, and abandonedSessionMs closes one whose client left', async () => {
-    const { config } = gatewayDir((raw) => {
-      raw.listen = { stdio: false, http: { maxSessions: 1, abandonedSessionMs: 50 } };
-      raw.auth = {
-        required: true,
-        tokens: [
-          { name: 'a', tokenEnv: 'SETTINGS_TEST_TOKEN', tier: 'pro' },
-          { name: 'b', token: 'second-token-0123456789', tier: 'pro' },
-        ],
-      };
-    });
-    const gateway = await startGatewayHttp(['--config', config, '--no-stdio'], {
-      ...process.env,
-      SETTINGS_TEST_TOKEN: TOKEN,
-    });
-    running.push(gateway);
-    const client = new Client({ name: 'settings-test', version: '1.0.0' });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(gateway.url), {
-        requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
-      }),
-    );
-    // The one session is taken: another principal is refused.
-    expect((await post(gateway.url, 'second-token-0123456789')).status).toBe(503);
-    const reaped = new Promise<void>((resolve) => {
-      gateway.child.stderr?.on('data', () => {
-        if (/session \S+ closed: abandoned/.test(gateway.stderr())) resolve();
-      });
-    });
-    await client.close();
-    await reaped;
-    expect((await post(gateway.url, 'second-token-0123456789')).status).toBe(200);
-  });
-});
-
-describe('listen.http.maxSessionsPerPrincipal', () => {
-  it("makes room for a client's new session by closing its least recently used one", async () => {
-    const { config } = gatewayDir((raw) => {
-      raw.listen = { stdio: false, http: { maxSessionsPerPrincipal: 1 } };
-    });
-    const gateway = await startGatewayHttp(['--config', config, '--no-stdio']);
-    running.push(gateway);
-    const first = (await post(gateway.url)).headers.get('mcp-session-id') as string;
-    expect((await post(gateway.url)).status).toBe(200);
-    const reuse = await fetch(gateway.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-session-id': first,
-        'mcp-protocol-version': '2025-06-18',
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
-    });
-    expect(reuse.status).toBe(404);
   });
 });

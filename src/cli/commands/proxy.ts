@@ -1,5 +1,6 @@
 import { basename } from 'node:path';
 import { EnvelopeError } from '../../errors/index.ts';
+import { CONFIG_DEFAULTS } from '../../gateway/defaults.ts';
 import { UPSTREAM_DIALECTS } from '../../gateway/operations/config.ts';
 import { type Registrar, runs } from '../command.ts';
 import { EXIT } from '../output.ts';
@@ -93,11 +94,19 @@ export const registerProxy: Registrar = (program, invocation) => {
     .option('--http <host:port>', 'serve Streamable HTTP at http://HOST:PORT/mcp')
     .option('--stdio', 'serve on stdio (the default without --http; with --http, serve both)')
     .option('--deterministic-ids <seed>', 'derive run and request ids from SEED (reproducible output)')
-    .option('--timeout <ms>', 'per-call timeout for the upstream', '60000')
+    .option(
+      '--timeout <ms>',
+      'per-call timeout for the upstream',
+      String(CONFIG_DEFAULTS.upstream.timeouts.callMs),
+    )
     .option('--token <token[=tier]>', 'accept this bearer token on HTTP (repeatable)', collect)
     .option('--allow-host <name>', 'accept this Host besides loopback (repeatable)', collect)
     .option('--allow-origin <origin>', 'accept this Origin besides loopback (repeatable)', collect)
-    .option('--max-body <bytes>', 'largest HTTP request body', String(4 * 1024 * 1024))
+    .option(
+      '--max-body <bytes>',
+      'largest HTTP request body',
+      String(CONFIG_DEFAULTS.listen.http.bodyLimitBytes),
+    )
     .option('--name <name>', "the upstream's name in logs and records (default: the command's base name)")
     .option('--logs <dir>', 'write one JSON line per tools/call under DIR/<name>/<date>/')
     .option(

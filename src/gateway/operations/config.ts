@@ -7,7 +7,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseJsonBytes } from '../../canonical/index.ts';
-import type { ResultDialectId } from '../../envelope/dialect.ts';
 import { EnvelopeError, isEnvelopeError } from '../../errors/index.ts';
 import { encodePointer } from '../../pointer/json-pointer.ts';
 import schema from '../../schemas/data/gateway.config.schema.json' with { type: 'json' };
@@ -19,25 +18,30 @@ import {
   resolveTiers,
   type ToolTier,
 } from '../enforcement/tiers.ts';
-import { DEFAULT_HTTP_PATH } from '../http/endpoint.ts';
-import { DEFAULT_RESTART_POLICY } from '../upstreams/restart-policy.ts';
 
 export type { GatewayTiers, ToolTier } from '../enforcement/tiers.ts';
 
 export const GATEWAY_CONFIG_SCHEMA_ID = 'mcp-envelope.gateway.config.v1';
 export const GATEWAY_CONFIG_SCHEMA = schema as Record<string, unknown> & { $id: string };
 
-/** A result dialect of the codec contract, or `passthrough` (relay results untouched). */
-export type UpstreamDialect = ResultDialectId | 'passthrough';
-export const UPSTREAM_DIALECTS = [
-  'prov-v0.1',
-  'scalpel-v1',
-  'hosted-v2',
-  'a11y-v0.1',
-  'legacy',
-  'passthrough',
-] as const satisfies readonly UpstreamDialect[];
-export type ValidationMode = 'enforce' | 'warn' | 'off';
+import {
+  CONFIG_DEFAULTS,
+  type InvalidInputForm,
+  type ProvenanceMode,
+  type UpstreamDialect,
+  type UpstreamSharing,
+  type ValidationMode,
+} from '../defaults.ts';
+
+export {
+  CONFIG_DEFAULTS,
+  type InvalidInputForm,
+  type ProvenanceMode,
+  UPSTREAM_DIALECTS,
+  type UpstreamDialect,
+  type UpstreamSharing,
+  type ValidationMode,
+} from '../defaults.ts';
 
 export interface StdioUpstream {
   kind: 'stdio';
@@ -60,8 +64,8 @@ export interface UpstreamConfig {
   name: string;
   transport: StdioUpstream | HttpUpstream;
   dialect: UpstreamDialect;
-  validation: { input: ValidationMode; output: ValidationMode; invalidInput: 'result' | 'jsonrpc-error' };
-  provenance: { enabled: boolean; mode: 'minimal' | 'full'; captureArtifacts: boolean };
+  validation: { input: ValidationMode; output: ValidationMode; invalidInput: InvalidInputForm };
+  provenance: { enabled: boolean; mode: ProvenanceMode; captureArtifacts: boolean };
   timeouts: { callMs: number; startMs: number; tools: Record<string, number> };
   /** Tool (its own name) → the lowest tier that may call it; empty when nothing is gated. */
   tiers: { tools: Record<string, ToolTier> };
@@ -72,6 +76,8 @@ export interface UpstreamConfig {
     factor: number;
     maxAttempts: number;
   };
+  /** How the upstream's processes are shared among 2025-era HTTP sessions. */
+  sharing: UpstreamSharing;
 }
 
 export interface HttpListenConfig {
@@ -106,7 +112,8 @@ export interface GatewayConfig {
   /** The tier order and the tier of unauthenticated callers; undefined when no tiers section is given. */
   tiers: GatewayTiers | undefined;
   ledger: { enabled: boolean; path: string };
-  logs: { enabled: boolean; dir: string; includeArguments: boolean };
+  /** `instance` absent: the environment's `MCP_ENVELOPE_INSTANCE`, else `<host>-<pid>`, decided at start. */
+  logs: { enabled: boolean; dir: string; includeArguments: boolean; instance?: string };
   ids: { seed: string | undefined };
 }
 
@@ -186,26 +193,29 @@ export function resolveGatewayConfig(
 
   const tokens: AuthToken[] = [];
   const unset: string[] = [];
-  (raw.auth?.tokens ?? []).forEach((entry, index) => {
+  const configuredTokens = raw.auth?.tokens ?? (CONFIG_DEFAULTS.auth.tokens as RawToken[]);
+  configuredTokens.forEach((entry, index) => {
+    // The label operators know the token by: the token itself is never shown.
+    const name = entry.name ?? `token-${index + 1}`;
     let token = entry.token;
     if (entry.tokenEnv !== undefined) {
       token = env[entry.tokenEnv];
-      if ((token === undefined || token.length === 0) && entry.optional === true) {
-        unset.push(entry.tokenEnv);
+      if ((token === undefined || token.length === 0) && (entry.optional ?? CONFIG_DEFAULTS.token.optional)) {
+        unset.push(`${entry.tokenEnv} (token "${name}")`);
         return;
       }
       if (token === undefined || token.length === 0) {
         throw configError(
-          `Environment variable ${entry.tokenEnv} (bearer token for tier "${entry.tier}") is not set`,
+          `Environment variable ${entry.tokenEnv} (bearer token "${name}", tier "${entry.tier}") is not set`,
           encodePointer(['auth', 'tokens', index, 'tokenEnv']),
         );
       }
     }
-    tokens.push({ name: entry.name ?? `token-${index + 1}`, token: token as string, tier: entry.tier });
+    tokens.push({ name, token: token as string, tier: entry.tier });
   });
 
   // Closed by default once any token is configured, whether or not its variable is set.
-  const authRequired = raw.auth?.required ?? (raw.auth?.tokens ?? []).length > 0;
+  const authRequired = raw.auth?.required ?? configuredTokens.length > 0;
   if (authRequired && tokens.length === 0) {
     throw configError(
       unset.length > 0
@@ -218,18 +228,23 @@ export function resolveGatewayConfig(
   const http = raw.listen?.http;
   const listenHttp = http === undefined || http === false ? undefined : httpListen(http);
 
+  const defaults = CONFIG_DEFAULTS;
   return {
     file: options.file,
     baseDir: resolve(baseDir),
     upstreams,
-    listen: { stdio: raw.listen?.stdio ?? true, http: listenHttp },
+    listen: { stdio: raw.listen?.stdio ?? defaults.listen.stdio, http: listenHttp },
     auth: { required: authRequired, tokens },
     tiers: tiers.gateway,
-    ledger: { enabled: raw.ledger?.enabled ?? true, path: at(raw.ledger?.path ?? 'data/ledger.sqlite') },
+    ledger: {
+      enabled: raw.ledger?.enabled ?? defaults.ledger.enabled,
+      path: at(raw.ledger?.path ?? defaults.ledger.path),
+    },
     logs: {
-      enabled: raw.logs?.enabled ?? true,
-      dir: at(raw.logs?.dir ?? 'runs'),
-      includeArguments: raw.logs?.includeArguments ?? false,
+      enabled: raw.logs?.enabled ?? defaults.logs.enabled,
+      dir: at(raw.logs?.dir ?? defaults.logs.dir),
+      includeArguments: raw.logs?.includeArguments ?? defaults.logs.includeArguments,
+      ...(raw.logs?.instance === undefined ? {} : { instance: raw.logs.instance }),
     },
     ids: { seed: raw.ids?.seed },
   };
@@ -241,20 +256,21 @@ function resolveUpstream(
   baseDir: string,
   env: NodeJS.ProcessEnv,
 ): UpstreamConfig {
+  const defaults = CONFIG_DEFAULTS.upstream;
   let transport: StdioUpstream | HttpUpstream;
   if (upstream.stdio) {
     const { command, args, env: childEnv, cwd } = upstream.stdio;
     transport = {
       kind: 'stdio',
       command: resolveCommand(baseDir, command),
-      args: args ?? [],
-      env: childEnv ?? {},
-      cwd: resolvePath(baseDir, cwd ?? '.'),
+      args: [...(args ?? defaults.stdio.args)],
+      env: { ...(childEnv ?? defaults.stdio.env) },
+      cwd: resolvePath(baseDir, cwd ?? defaults.stdio.cwd),
     };
   } else {
     const { url, headers, headersFromEnv } = upstream.url as NonNullable<RawUpstream['url']>;
-    const merged: Record<string, string> = { ...headers };
-    for (const [header, variable] of Object.entries(headersFromEnv ?? {})) {
+    const merged: Record<string, string> = { ...(headers ?? defaults.url.headers) };
+    for (const [header, variable] of Object.entries(headersFromEnv ?? defaults.url.headersFromEnv)) {
       const found = env[variable];
       if (found === undefined) {
         throw configError(
@@ -266,13 +282,7 @@ function resolveUpstream(
     }
     transport = { kind: 'http', url, headers: merged };
   }
-  const restart = {
-    enabled: upstream.restart?.enabled ?? true,
-    initialDelayMs: upstream.restart?.initialDelayMs ?? DEFAULT_RESTART_POLICY.initialDelayMs,
-    maxDelayMs: upstream.restart?.maxDelayMs ?? DEFAULT_RESTART_POLICY.maxDelayMs,
-    factor: upstream.restart?.factor ?? DEFAULT_RESTART_POLICY.factor,
-    maxAttempts: upstream.restart?.maxAttempts ?? DEFAULT_RESTART_POLICY.maxRestarts,
-  };
+  const restart = { ...defaults.restart, ...upstream.restart };
   if (restart.maxDelayMs < restart.initialDelayMs) {
     throw configError(
       `restart.maxDelayMs (${restart.maxDelayMs}) is below restart.initialDelayMs (${restart.initialDelayMs})`,
@@ -282,44 +292,38 @@ function resolveUpstream(
   return {
     name: upstream.name,
     transport,
-    dialect: upstream.dialect ?? 'prov-v0.1',
-    validation: {
-      input: upstream.validation?.input ?? 'enforce',
-      output: upstream.validation?.output ?? 'enforce',
-      invalidInput: upstream.validation?.invalidInput ?? 'result',
-    },
-    provenance: {
-      enabled: upstream.provenance?.enabled ?? true,
-      mode: upstream.provenance?.mode ?? 'minimal',
-      captureArtifacts: upstream.provenance?.captureArtifacts ?? false,
-    },
+    dialect: upstream.dialect ?? defaults.dialect,
+    validation: { ...defaults.validation, ...upstream.validation },
+    provenance: { ...defaults.provenance, ...upstream.provenance },
     timeouts: {
-      callMs: upstream.timeouts?.callMs ?? 60_000,
-      startMs: upstream.timeouts?.startMs ?? 15_000,
-      tools: upstream.timeouts?.tools ?? {},
+      callMs: upstream.timeouts?.callMs ?? defaults.timeouts.callMs,
+      startMs: upstream.timeouts?.startMs ?? defaults.timeouts.startMs,
+      tools: { ...(upstream.timeouts?.tools ?? defaults.timeouts.tools) },
     },
     // Filled in by resolveTiers, which sees every upstream at once.
     tiers: { tools: {} },
     restart,
+    sharing: upstream.sharing ?? defaults.sharing,
   };
 }
 
 /** An HTTP listener's settings, every one the configuration leaves out at its default. */
 export function httpListen(http: Partial<HttpListenConfig>): HttpListenConfig {
-  const host = http.host ?? '127.0.0.1';
-  const maxSessions = http.maxSessions ?? 64;
+  const defaults = CONFIG_DEFAULTS.listen.http;
+  const host = http.host ?? defaults.host;
+  const maxSessions = http.maxSessions ?? defaults.maxSessions;
   return {
     host,
-    port: http.port ?? 8787,
-    path: http.path ?? DEFAULT_HTTP_PATH,
+    port: http.port ?? defaults.port,
+    path: http.path ?? defaults.path,
     allowedHosts: http.allowedHosts ?? defaultAllowedHosts(host),
-    allowedOrigins: http.allowedOrigins ?? [],
-    bodyLimitBytes: http.bodyLimitBytes ?? 4 * 1024 * 1024,
-    resumable: http.resumable ?? false,
+    allowedOrigins: [...(http.allowedOrigins ?? defaults.allowedOrigins)],
+    bodyLimitBytes: http.bodyLimitBytes ?? defaults.bodyLimitBytes,
+    resumable: http.resumable ?? defaults.resumable,
     maxSessions,
     maxSessionsPerPrincipal: http.maxSessionsPerPrincipal ?? Math.max(1, Math.floor(maxSessions / 4)),
-    sessionIdleMs: http.sessionIdleMs ?? 30 * 60_000,
-    abandonedSessionMs: http.abandonedSessionMs ?? 30_000,
+    sessionIdleMs: http.sessionIdleMs ?? defaults.sessionIdleMs,
+    abandonedSessionMs: http.abandonedSessionMs ?? defaults.abandonedSessionMs,
   };
 }
 
@@ -387,8 +391,8 @@ interface RawUpstream {
   stdio?: { command: string; args?: string[]; env?: Record<string, string>; cwd?: string };
   url?: { url: string; headers?: Record<string, string>; headersFromEnv?: Record<string, string> };
   dialect?: UpstreamDialect;
-  validation?: { input?: ValidationMode; output?: ValidationMode; invalidInput?: 'result' | 'jsonrpc-error' };
-  provenance?: { enabled?: boolean; mode?: 'minimal' | 'full'; captureArtifacts?: boolean };
+  validation?: { input?: ValidationMode; output?: ValidationMode; invalidInput?: InvalidInputForm };
+  provenance?: { enabled?: boolean; mode?: ProvenanceMode; captureArtifacts?: boolean };
   timeouts?: { callMs?: number; startMs?: number; tools?: Record<string, number> };
   tiers?: RawUpstreamTiers;
   restart?: {
@@ -398,6 +402,15 @@ interface RawUpstream {
     factor?: number;
     maxAttempts?: number;
   };
+  sharing?: UpstreamSharing;
+}
+
+interface RawToken {
+  name?: string;
+  token?: string;
+  tokenEnv?: string;
+  tier: string;
+  optional?: boolean;
 }
 
 interface RawConfig {
@@ -405,10 +418,10 @@ interface RawConfig {
   listen?: { stdio?: boolean; http?: false | Partial<HttpListenConfig> };
   auth?: {
     required?: boolean;
-    tokens?: Array<{ name?: string; token?: string; tokenEnv?: string; tier: string; optional?: boolean }>;
+    tokens?: RawToken[];
   };
   tiers?: RawGatewayTiers;
   ledger?: { enabled?: boolean; path?: string };
-  logs?: { enabled?: boolean; dir?: string; includeArguments?: boolean };
+  logs?: { enabled?: boolean; dir?: string; includeArguments?: boolean; instance?: string };
   ids?: { seed?: string };
 }

@@ -1,8 +1,10 @@
 /**
  * How a crashed stdio upstream is restarted, or a dropped remote one
  * reconnected: exponential backoff, capped, with a budget of attempts in a row.
- * The defaults are defined here once; the configuration and the proxy both use them.
+ * The defaults are the configuration schema's (upstreams[].restart), so the
+ * configuration, the proxy and an Upstream built without options agree.
  */
+import { CONFIG_DEFAULTS } from '../defaults.ts';
 
 export interface RestartPolicy {
   /** Restarts allowed in a row before the upstream is declared down for good. */
@@ -15,11 +17,14 @@ export interface RestartPolicy {
   stableAfterMs: number;
 }
 
+const configured = CONFIG_DEFAULTS.upstream.restart;
+
 export const DEFAULT_RESTART_POLICY: Readonly<RestartPolicy> = Object.freeze({
-  maxRestarts: 5,
-  initialDelayMs: 100,
-  maxDelayMs: 5000,
-  factor: 2,
+  maxRestarts: configured.maxAttempts,
+  initialDelayMs: configured.initialDelayMs,
+  maxDelayMs: configured.maxDelayMs,
+  factor: configured.factor,
+  // Not a setting: how long an upstream must stay up to earn its restart budget back.
   stableAfterMs: 30_000,
 });
 
@@ -30,4 +35,29 @@ export function restartDelayMs(
 ): number {
   const { initialDelayMs, maxDelayMs, factor } = policy;
   return Math.min(maxDelayMs, Math.round(initialDelayMs * factor ** Math.max(0, attempt - 1)));
+}
+
+/**
+ * The restarts in a row an upstream that went down has used: those before it,
+ * unless it stayed up long enough to earn its budget back.
+ */
+export function restartsInARow(
+  policy: Pick<RestartPolicy, 'stableAfterMs'>,
+  used: number,
+  upForMs: number,
+): number {
+  return upForMs > policy.stableAfterMs ? 0 : used;
+}
+
+/**
+ * The next restart after `used` restarts in a row: which attempt it is and how
+ * long to wait for it, or undefined once the budget is spent.
+ */
+export function nextRestart(
+  policy: RestartPolicy,
+  used: number,
+): { attempt: number; delayMs: number } | undefined {
+  if (used >= policy.maxRestarts) return undefined;
+  const attempt = used + 1;
+  return { attempt, delayMs: restartDelayMs(policy, attempt) };
 }

@@ -1,9 +1,12 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DOCS_FILE, membersOf, renderConfigDocs } from '../../../scripts/gen-config-docs.ts';
+import { DEFAULT_TIERS } from '../../../src/envelope/tiers.ts';
 import { EnvelopeError } from '../../../src/errors/index.ts';
+import { DEFAULT_HTTP_PATH } from '../../../src/gateway/http/endpoint.ts';
 import {
   callTimeoutMs,
   GATEWAY_CONFIG_SCHEMA,
@@ -11,7 +14,8 @@ import {
   resolveGatewayConfig,
   UPSTREAM_DIALECTS,
 } from '../../../src/gateway/operations/config.ts';
-import { restartDelayMs } from '../../../src/gateway/upstreams/restart-policy.ts';
+import { DEFAULT_RESTART_POLICY, restartDelayMs } from '../../../src/gateway/upstreams/restart-policy.ts';
+import schema from '../../../src/schemas/data/gateway.config.schema.json' with { type: 'json' };
 
 const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -55,6 +59,7 @@ describe('loadGatewayConfig', () => {
         timeouts: { callMs: 60_000, startMs: 15_000, tools: {} },
         tiers: { tools: {} },
         restart: { enabled: true, initialDelayMs: 100, maxDelayMs: 5000, factor: 2, maxAttempts: 5 },
+        sharing: 'shared',
       },
     ]);
     expect(config.tiers).toBeUndefined();
@@ -354,5 +359,121 @@ describe('the configuration schema', () => {
   it('offers exactly the upstream dialects the code knows', () => {
     const defs = GATEWAY_CONFIG_SCHEMA.$defs as { upstream: { properties: { dialect: { enum: string[] } } } };
     expect(defs.upstream.properties.dialect.enum).toEqual([...UPSTREAM_DIALECTS]);
+  });
+});
+
+/**
+ * A configuration with every section present (a stdio and a url upstream, a
+ * listener, a token, a tiers section), so that each member's default can be
+ * set explicitly, or left out, at its place.
+ */
+function everySection(): Record<string, unknown> {
+  return {
+    upstreams: [
+      { name: 'local', stdio: { command: 'x' }, tiers: {} },
+      { name: 'remote', url: { url: 'http://127.0.0.1:9/mcp' } },
+    ],
+    listen: { http: {} },
+    auth: { tokens: [{ tokenEnv: 'SOME_TOKEN', tier: 'pro' }] },
+    tiers: {},
+    ledger: {},
+    logs: {},
+    ids: {},
+  };
+}
+
+/** The object that holds a member at `path` (`[]` picks the item that can hold it), and the member's name. */
+function holderOf(config: Record<string, unknown>, path: string): [Record<string, unknown>, string] {
+  const steps = path.split('.');
+  const name = steps.pop() as string;
+  let at: Record<string, unknown> = config;
+  for (const step of steps) {
+    if (step.endsWith('[]')) {
+      const items = at[step.slice(0, -2)] as Record<string, unknown>[];
+      at = (path.includes('].url.') ? items.at(-1) : items[0]) as Record<string, unknown>;
+    } else {
+      at[step] ??= {};
+      at = at[step] as Record<string, unknown>;
+    }
+  }
+  return [at, name];
+}
+
+describe('defaults: the schema is where they are written', () => {
+  const env = { SOME_TOKEN: TOKEN };
+  const withDefaults = membersOf().filter((member) => 'default' in member.node);
+
+  it('declares a default or says how one is computed for every optional setting', () => {
+    const silent = membersOf().filter(
+      (member) =>
+        member.setting &&
+        !member.required &&
+        !('default' in member.node) &&
+        typeof member.node['x-default'] !== 'string',
+    );
+    // A member without a default is one whose absence means "not given" to the code that reads it.
+    expect(silent.map((member) => member.path).sort()).toEqual([
+      '$schema',
+      'auth.tokens[].token',
+      'auth.tokens[].tokenEnv',
+      'tiers.tools.<tool>.reason',
+      'upstreams[].tiers.tools.<tool>.reason',
+    ]);
+  });
+
+  it.each(withDefaults.map((member) => [member.path, member.node.default]))(
+    '%s: writing the default %j is the same as leaving it out',
+    (path, value) => {
+      const explicit = everySection();
+      const [holder, name] = holderOf(explicit, path);
+      holder[name] = structuredClone(value);
+      const absent = everySection();
+      const [from, member] = holderOf(absent, path);
+      delete from[member];
+      expect(resolveGatewayConfig(explicit, dir, { env })).toEqual(
+        resolveGatewayConfig(absent, dir, { env }),
+      );
+    },
+  );
+
+  it('agrees with the code that keeps its own copy of a default', () => {
+    const restart = schema.$defs.upstream.properties.restart.properties;
+    expect(DEFAULT_RESTART_POLICY).toMatchObject({
+      maxRestarts: restart.maxAttempts.default,
+      initialDelayMs: restart.initialDelayMs.default,
+      maxDelayMs: restart.maxDelayMs.default,
+      factor: restart.factor.default,
+    });
+    // The schema says how long an upstream must stay up to earn its budget back.
+    expect(restart.maxAttempts.description).toContain(`${DEFAULT_RESTART_POLICY.stableAfterMs / 1000} s`);
+    expect(schema.$defs.http.properties.path.default).toBe(DEFAULT_HTTP_PATH);
+    expect(schema.properties.tiers.properties.order.default).toEqual([...DEFAULT_TIERS]);
+  });
+});
+
+describe('docs/gateway-config.md', () => {
+  const docs = readFileSync(DOCS_FILE, 'utf8');
+
+  it('has the settings tables the schema generates (npm run docs:config)', () => {
+    expect(docs === renderConfigDocs(docs), 'docs/gateway-config.md is stale: run npm run docs:config').toBe(
+      true,
+    );
+  });
+
+  it('shows only configurations the gateway accepts', () => {
+    const examples = [...docs.matchAll(/```json\n([\s\S]*?)```/g)].map((match) =>
+      JSON.parse(match[1] as string),
+    );
+    expect(examples.length).toBeGreaterThan(0);
+    for (const example of examples) {
+      // Every variable the example names is set, as an operator would.
+      const env = Object.fromEntries(
+        [...JSON.stringify(example).matchAll(/"(?:tokenEnv|authorization)":"([A-Z_]+)"/g)].map((match) => [
+          match[1],
+          TOKEN,
+        ]),
+      );
+      expect(() => resolveGatewayConfig(example, dir, { env })).not.toThrow();
+    }
   });
 });
