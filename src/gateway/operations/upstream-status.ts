@@ -1,3 +1,4 @@
+import { lastLines } from '../upstreams/child-transport.ts';
 import type { Upstream } from '../upstreams/upstream.ts';
 
 /**
@@ -27,21 +28,21 @@ export class UpstreamStatusBoard {
     for (const name of names) this.#states.set(name, { state: 'starting' });
   }
 
-  /** Records what an upstream connection just became. */
-  observe(upstream: Upstream, gaveUp = false): void {
-    if (upstream.available) {
-      this.#states.set(upstream.name, { state: 'ready' });
+  /**
+   * Records what an upstream connection just became, read from its own state.
+   * `gaveUp` is what callers told before the upstream said so itself; it adds nothing now.
+   */
+  observe(upstream: Upstream): void {
+    const state = boardState(upstream);
+    if (state === 'ready') {
+      this.#states.set(upstream.name, { state });
       return;
     }
     const failure = upstream.failure;
     const stderr = typeof failure?.details?.stderr === 'string' ? failure.details.stderr : '';
-    const lines = stderr
-      .split('\n')
-      .map((line) => line.trimEnd())
-      .filter((line) => line.trim() !== '')
-      .slice(-STDERR_LINES);
+    const lines = lastLines(stderr, STDERR_LINES);
     this.#states.set(upstream.name, {
-      state: gaveUp ? 'gave_up' : 'retrying',
+      state,
       ...(failure ? { reason: failure.message } : {}),
       ...(lines.length > 0 ? { stderr: lines } : {}),
     });
@@ -59,5 +60,20 @@ export class UpstreamStatusBoard {
   /** `ok` when every upstream is ready, else `degraded`. */
   summary(): 'ok' | 'degraded' {
     return [...this.#states.values()].every((status) => status.state === 'ready') ? 'ok' : 'degraded';
+  }
+}
+
+/** The operator's word for an upstream's state: a restart in progress is still retrying. */
+function boardState(upstream: Upstream): UpstreamState {
+  switch (upstream.state) {
+    case 'ready':
+      return 'ready';
+    case 'gave-up':
+      return 'gave_up';
+    case 'idle':
+    case 'starting':
+      return upstream.failure ? 'retrying' : 'starting';
+    default:
+      return 'retrying';
   }
 }

@@ -2,8 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import { parseJSONRPCMessage, serializeMessage } from '@modelcontextprotocol/client';
 import { decodeUtf8 } from '../../canonical/index.ts';
-import { toJsonRpcError } from '../../errors/index.ts';
+import { EnvelopeError } from '../../errors/index.ts';
 import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from '../jsonrpc/line-reader.ts';
+import { errorResponse } from '../jsonrpc/messages.ts';
 
 /** A line that opens as a response: its first top-level keys reach "result" or "error". */
 const RESPONSE_OPENING =
@@ -35,11 +36,39 @@ export class StderrRing {
     }
   }
 
-  /** The last `max` characters of stderr seen so far. */
+  /** The last `max` characters of stderr seen so far (UTF-16 units, never half a surrogate pair). */
   tail(max = 2048): string {
     const all = this.#chunks.join('');
-    return all.length > max ? all.slice(-max) : all;
+    return wholeCharacters(all.length > max ? all.slice(-max) : all);
   }
+
+  /** The last `count` lines of stderr that say something (see `lastLines`). */
+  lastLines(count: number): string[] {
+    return lastLines(this.tail(this.#limit), count);
+  }
+}
+
+/**
+ * The last `count` lines of a stderr excerpt that say something, oldest
+ * first: blank lines dropped, trailing whitespace trimmed. The one reading of
+ * "what it said last" for error messages and the operator's board.
+ */
+export function lastLines(text: string, count: number): string[] {
+  if (count <= 0) return [];
+  const lines: string[] = [];
+  for (const line of text.split('\n').reverse()) {
+    const trimmed = line.trimEnd();
+    if (trimmed.trim() === '') continue;
+    lines.push(trimmed);
+    if (lines.length === count) break;
+  }
+  return lines.reverse();
+}
+
+/** A cut taken from the end may start on the second half of a surrogate pair: that half alone is dropped. */
+function wholeCharacters(text: string): string {
+  const first = text.charCodeAt(0);
+  return first >= 0xdc00 && first <= 0xdfff ? text.slice(1) : text;
 }
 
 export interface ChildExit {
@@ -180,8 +209,8 @@ export class ChildProcessTransport implements Transport {
       return;
     }
     this.#stderr(`[gateway] ${why}; its request fails\n`);
-    const rpc = toJsonRpcError('ADAPTER.EXECUTION.FAILED', `Tool execution failed: ${why}`);
-    this.#pending.push({ jsonrpc: '2.0', id, error: rpc } as JSONRPCMessage);
+    const failure = new EnvelopeError('ADAPTER.EXECUTION.FAILED', `Tool execution failed: ${why}`);
+    this.#pending.push(errorResponse(id, failure));
   }
 
   #garbage(what: string): void {

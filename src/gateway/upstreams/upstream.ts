@@ -20,9 +20,12 @@ import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../../canonical/index.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { encodePointer } from '../../pointer/json-pointer.ts';
 import { PACKAGE_VERSION } from '../../version.ts';
+import { CONFIG_DEFAULTS } from '../defaults.ts';
+import { ANY_RESULT } from '../jsonrpc/messages.ts';
+import { collectPages } from '../jsonrpc/pagination.ts';
 import { ChildProcessTransport, StderrRing } from './child-transport.ts';
 import { connectionVerdict, lossReason } from './connection-loss.ts';
-import { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelayMs } from './restart-policy.ts';
+import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy, restartsInARow } from './restart-policy.ts';
 
 export type UpstreamSpec =
   | {
@@ -35,8 +38,15 @@ export type UpstreamSpec =
     }
   | { name: string; kind: 'http'; url: string; headers?: Record<string, string> };
 
+/**
+ * Whether the HTTP gateway's 2025-era sessions of one principal share one
+ * connection to the upstream (`shared`, the default) or each gets its own
+ * (`per-session`, for servers that keep state per connection).
+ */
+export type UpstreamSharing = 'shared' | 'per-session';
+
 /** An upstream to connect, with its own options over the gateway-wide ones. */
-export type ConfiguredUpstream = UpstreamSpec & { options?: UpstreamOptions };
+export type ConfiguredUpstream = UpstreamSpec & { options?: UpstreamOptions; sharing?: UpstreamSharing };
 
 export interface UpstreamOptions {
   /** Default per-request timeout; nothing waits on an upstream longer than this. */
@@ -81,15 +91,6 @@ export class UpstreamFailure extends EnvelopeError {
   }
 }
 
-/** A result schema that accepts whatever the upstream sent: the relay forwards, it does not reshape. */
-const ANY_RESULT = {
-  '~standard': {
-    version: 1 as const,
-    vendor: 'mcp-envelope',
-    validate: (value: unknown) => ({ value: value as Result }),
-  },
-};
-
 /** The client capabilities the gateway offers upstream; each request is answered by the downstream client. */
 const CLIENT_CAPABILITIES: ClientCapabilities = {
   sampling: {},
@@ -97,10 +98,93 @@ const CLIENT_CAPABILITIES: ClientCapabilities = {
   roots: { listChanged: true },
 };
 
-/** Bound on tools/list pages read to describe a tool. */
-const MAX_TOOL_PAGES = 100;
-
 const SERVER_TO_CLIENT_METHODS = ['sampling/createMessage', 'elicitation/create', 'roots/list'] as const;
+
+/** What an upstream is doing: `Upstream.state` names it, `Upstream.onStateChange` reports each change. */
+export type UpstreamStateKind =
+  | 'idle'
+  | 'starting'
+  | 'ready'
+  | 'restarting'
+  | 'failed'
+  | 'gave-up'
+  | 'closed';
+
+/**
+ * One connection to the upstream: the client and transport of one start
+ * attempt. What the server declared in its answer to initialize stays
+ * readable after the connection ended.
+ */
+interface Connection {
+  readonly client: Client;
+  readonly transport: Transport;
+  /** Which start this was, counting from 1. */
+  readonly generation: number;
+  /** Its transport closed (the process exited, the connection was closed); handled once. */
+  ended: boolean;
+  /** Its tools/list, kept until the server says the list changed. */
+  tools: Promise<Map<string, Tool>> | undefined;
+}
+
+/** Why a restarting upstream was down before the attempt now starting. */
+interface Down {
+  readonly why: EnvelopeError;
+  /** The attempt before failed to start (calls fail at once), rather than a live connection being lost (calls wait). */
+  readonly startFailed: boolean;
+}
+
+/** Where the restart timer leads: the attempt it starts, and why the upstream is down until then. */
+interface Waiting {
+  readonly ended: Connection;
+  readonly why: EnvelopeError;
+  readonly attempt: number;
+  readonly timer: NodeJS.Timeout;
+}
+
+/**
+ * An upstream's state. Each carries only what holds in it: a live connection
+ * while starting or ready, a timer only while waiting to retry, a reason only
+ * while down.
+ */
+type State =
+  /** Constructed, `connect` not called yet. */
+  | { readonly kind: 'idle' }
+  /** Waiting for the answer to initialize: the first start (`attempt` 0), or a restart after `down`. */
+  | {
+      readonly kind: 'starting';
+      readonly connection: Connection;
+      readonly attempt: number;
+      readonly down?: Down;
+    }
+  /** Serving, after `restarts` restarts in a row; `since` starts the clock that earns the budget back. */
+  | {
+      readonly kind: 'ready';
+      readonly connection: Connection;
+      readonly since: number;
+      readonly restarts: number;
+      /** A ping is out to tell a broken stream from a lost connection (HTTP). */
+      readonly probing: boolean;
+      /** Why the gateway is closing the connection as lost (HTTP), for the failure calls in flight get. */
+      readonly losing?: string;
+    }
+  /** A live connection was lost; calls wait (within their timeout) for the restart. */
+  | ({ readonly kind: 'restarting' } & Waiting)
+  /** The latest start failed; calls fail at once with `why` until a restart succeeds. */
+  | ({ readonly kind: 'failed' } & Waiting)
+  /** The restart budget is spent: down until the gateway restarts. */
+  | {
+      readonly kind: 'gave-up';
+      readonly ended: Connection;
+      readonly why: EnvelopeError;
+      readonly restarts: number;
+    }
+  /** Closed by the gateway; `closing` settles once its process is gone. */
+  | {
+      readonly kind: 'closed';
+      readonly ended?: Connection;
+      readonly why?: EnvelopeError;
+      readonly closing: Promise<void>;
+    };
 
 /**
  * One upstream MCP server: a stdio child (restarted with bounded backoff when it
@@ -108,6 +192,12 @@ const SERVER_TO_CLIENT_METHODS = ['sampling/createMessage', 'elicitation/create'
  * connection drops). Every request is bounded by a timeout; a crash or a drop
  * fails the calls in flight at once with ADAPTER.EXECUTION.FAILED, carrying the
  * exit code and a stderr excerpt for a child.
+ *
+ * Its life is the `State` union above, moved by one method per event: `connect`
+ * and the restart timer (`#start`), an answer to initialize (`#started`), a
+ * start that failed (`#startFailed`), a transport that closed (`#ended`, which
+ * is `#lost` for a live connection), a spent budget (`#retryOrGiveUp`), and
+ * `close`.
  */
 export class Upstream {
   readonly spec: UpstreamSpec;
@@ -115,26 +205,10 @@ export class Upstream {
   readonly #options: UpstreamOptions;
   readonly #restart: RestartPolicy;
   #hooks: UpstreamHooks | undefined;
-  #client: Client | undefined;
-  #transport: Transport | undefined;
-  #ready: Promise<void> | undefined;
-  #closing = false;
-  #restarts = 0;
-  #startedAt = 0;
-  #lastExit: { code: number | null; signal: string | null } | undefined;
-  #down: EnvelopeError | undefined;
-  /** Set while the latest attempt to start (or reconnect) failed: calls fail at once, not at their timeout. */
-  #startFailure: EnvelopeError | undefined;
+  #state: State = { kind: 'idle' };
+  readonly #stateListeners = new Set<(state: UpstreamStateKind) => void>();
   readonly #recoveryListeners = new Set<() => void>();
   readonly #gaveUpListeners = new Set<(restarts: number) => void>();
-  #gaveUpAfter: number | undefined;
-  #restartTimer: NodeJS.Timeout | undefined;
-  /** Why an HTTP connection was given up, for the failure the calls in flight get. */
-  #lostBecause: string | undefined;
-  #probing = false;
-  #tools: Promise<Map<string, Tool>> | undefined;
-  /** How many times the process was (re)started; tests and logs read it. */
-  generation = 0;
 
   constructor(spec: UpstreamSpec, options: UpstreamOptions = {}) {
     this.spec = spec;
@@ -151,26 +225,54 @@ export class Upstream {
     this.#hooks = hooks;
   }
 
+  /** What the upstream is doing now. */
+  get state(): UpstreamStateKind {
+    return this.#state.kind;
+  }
+
+  /** Calls `listener` with each new state as it is entered; returns the unsubscribe. */
+  onStateChange(listener: (state: UpstreamStateKind) => void): () => void {
+    this.#stateListeners.add(listener);
+    return () => this.#stateListeners.delete(listener);
+  }
+
+  /** How many times the process was (re)started, or the connection (re)opened; tests and logs read it. */
+  get generation(): number {
+    return this.#latest?.generation ?? 0;
+  }
+
+  /** What the server declared when it last answered initialize (empty before it did). */
   get capabilities(): ServerCapabilities {
-    return this.#client?.getServerCapabilities() ?? {};
+    return this.#latest?.client.getServerCapabilities() ?? {};
   }
 
   get serverInfo(): Implementation | undefined {
-    return this.#client?.getServerVersion();
+    return this.#latest?.client.getServerVersion();
   }
 
   get instructions(): string | undefined {
-    return this.#client?.getInstructions();
+    return this.#latest?.client.getInstructions();
   }
 
-  /** Connected and serving; false while it is down, restarting or reconnecting. */
+  /** Connected and serving; false while it is starting, down, restarting or reconnecting. */
   get available(): boolean {
-    return !this.#closing && !this.#down && this.#client !== undefined;
+    return this.#state.kind === 'ready';
   }
 
   /** Why the upstream is down, while it is. */
   get failure(): EnvelopeError | undefined {
-    return this.#down;
+    const state = this.#state;
+    switch (state.kind) {
+      case 'starting':
+        return state.down?.why;
+      case 'restarting':
+      case 'failed':
+      case 'gave-up':
+      case 'closed':
+        return state.why;
+      default:
+        return undefined;
+    }
   }
 
   /** Calls `listener` each time the upstream serves again after being down; returns the unsubscribe. */
@@ -182,29 +284,142 @@ export class Upstream {
   /** Called when the restart budget is spent: the upstream stays down until the gateway restarts. */
   onGaveUp(listener: (restarts: number) => void): () => void {
     // It may have given up before anyone listened (fast retries during the first start).
-    const after = this.#gaveUpAfter;
-    if (after !== undefined) queueMicrotask(() => listener(after));
+    const state = this.#state;
+    if (state.kind === 'gave-up') queueMicrotask(() => listener(state.restarts));
     this.#gaveUpListeners.add(listener);
     return () => this.#gaveUpListeners.delete(listener);
   }
 
   get pid(): number | undefined {
-    return this.#transport instanceof ChildProcessTransport ? this.#transport.pid : undefined;
+    const transport = this.#latest?.transport;
+    return transport instanceof ChildProcessTransport ? transport.pid : undefined;
   }
 
-  /** Connects (or reconnects); resolves once the upstream answered initialize. */
+  /**
+   * Connects; resolves once the upstream answered initialize. Reconnecting
+   * after a crash, a drop or a failed start is the upstream's own business, so
+   * this is called once.
+   */
   connect(): Promise<void> {
-    this.#ready = this.#start();
-    return this.#ready;
+    const { kind } = this.#state;
+    if (kind !== 'idle') {
+      return Promise.reject(
+        new EnvelopeError('USAGE_ERROR', `upstream ${this.name} is ${kind}: connect is called once`),
+      );
+    }
+    return this.#start(0);
   }
 
-  async #start(): Promise<void> {
+  /** The connection of the current state, live or the one that ended last. */
+  get #latest(): Connection | undefined {
+    const state = this.#state;
+    if ('connection' in state) return state.connection;
+    return 'ended' in state ? state.ended : undefined;
+  }
+
+  #enter(next: State): void {
+    const previous = this.#state;
+    this.#state = next;
+    if (next.kind === previous.kind) return;
+    for (const listener of [...this.#stateListeners]) listener(next.kind);
+  }
+
+  /** Event: connect, or the restart timer fired. A new connection starts. */
+  async #start(attempt: number, down?: Down): Promise<void> {
+    const connection = this.#open();
+    this.#enter({ kind: 'starting', connection, attempt, ...(down ? { down } : {}) });
+    try {
+      await connection.client.connect(connection.transport, { timeout: this.#startTimeoutMs });
+    } catch (error) {
+      const failure = this.#startFailure(connection, error);
+      // A server that never answered initialize is still running: end it.
+      await connection.client.close().catch(() => {});
+      this.#startFailed(connection, failure);
+      throw failure;
+    }
+    this.#started(connection);
+  }
+
+  /** Event: the upstream answered initialize. */
+  #started(connection: Connection): void {
+    const state = this.#state;
+    // Closed while it was starting: it stays closed.
+    if (state.kind !== 'starting' || state.connection !== connection) return;
+    this.#enter({ kind: 'ready', connection, since: Date.now(), restarts: state.attempt, probing: false });
+    // Its transport closed between the answer and now: lost at once.
+    if (connection.ended) this.#ended(connection);
+    else if (state.down) for (const listener of [...this.#recoveryListeners]) listener();
+  }
+
+  /** Event: the attempt to start failed. Retried after the backoff, until the budget is spent. */
+  #startFailed(connection: Connection, failure: EnvelopeError): void {
+    const state = this.#state;
+    if (state.kind !== 'starting' || state.connection !== connection) return;
+    this.#retryOrGiveUp('failed', connection, failure, state.attempt);
+  }
+
+  /** Event: a connection's transport closed. */
+  #ended(connection: Connection): void {
+    const state = this.#state;
+    if (state.kind === 'ready' && state.connection === connection) this.#lost(state);
+    else if (state.kind === 'closed' && state.ended === connection) {
+      this.#enter({
+        ...state,
+        why: this.#failure(`upstream ${this.name} connection closed`, undefined, connection),
+      });
+    }
+    // While it is starting, the attempt's outcome decides; any other connection was already let go.
+  }
+
+  /** A live connection was lost (the process exited, the server went away): restart it, or give up. */
+  #lost(state: Extract<State, { kind: 'ready' }>): void {
+    const why = this.#failure(
+      this.spec.kind === 'stdio'
+        ? `upstream ${this.name} exited`
+        : `upstream ${this.name} connection lost${state.losing ? `: ${state.losing}` : ''}`,
+      undefined,
+      state.connection,
+    );
+    const used = restartsInARow(this.#restart, state.restarts, Date.now() - state.since);
+    this.#retryOrGiveUp('restarting', state.connection, why, used);
+  }
+
+  /** Schedules the next restart, or, with the budget spent, gives up. */
+  #retryOrGiveUp(kind: 'restarting' | 'failed', ended: Connection, why: EnvelopeError, used: number): void {
+    const next = nextRestart(this.#restart, used);
+    if (!next) {
+      this.#enter({ kind: 'gave-up', ended, why, restarts: used });
+      for (const listener of [...this.#gaveUpListeners]) listener(used);
+      return;
+    }
+    const timer = setTimeout(() => this.#timerFired(timer), next.delayMs);
+    this.#enter({ kind, ended, why, attempt: next.attempt, timer });
+  }
+
+  /** Event: the restart timer fired. */
+  #timerFired(timer: NodeJS.Timeout): void {
+    const state = this.#state;
+    if ((state.kind !== 'restarting' && state.kind !== 'failed') || state.timer !== timer) return;
+    // The attempt's outcome is its next state; the failure it throws is kept there.
+    this.#start(state.attempt, { why: state.why, startFailed: state.kind === 'failed' }).catch(() => {});
+  }
+
+  get #startTimeoutMs(): number {
+    return this.#options.startTimeoutMs ?? CONFIG_DEFAULTS.upstream.timeouts.startMs;
+  }
+
+  #open(): Connection {
     const client = new Client(
       this.#options.clientInfo ?? { name: 'mcp-envelope-gateway', version: PACKAGE_VERSION },
-      {
-        capabilities: CLIENT_CAPABILITIES,
-      },
+      { capabilities: CLIENT_CAPABILITIES },
     );
+    const connection: Connection = {
+      client,
+      transport: this.#makeTransport(),
+      generation: this.generation + 1,
+      ended: false,
+      tools: undefined,
+    };
     for (const method of SERVER_TO_CLIENT_METHODS) {
       client.setRequestHandler(
         method,
@@ -213,41 +428,17 @@ export class Upstream {
     }
     client.fallbackRequestHandler = (request, ctx) => this.#serverRequest(request, ctx);
     client.fallbackNotificationHandler = async (notification) => {
-      if (notification.method === 'notifications/tools/list_changed') this.#tools = undefined;
+      if (notification.method === 'notifications/tools/list_changed') connection.tools = undefined;
       await this.#hooks?.onNotification(notification);
     };
-    const transport = this.#makeTransport();
     // The HTTP transport calls onclose on every close(); one end is handled once.
-    let ended = false;
-    transport.onclose = () => {
-      if (ended) return;
-      ended = true;
-      this.#onTransportClosed(client, transport);
+    connection.transport.onclose = () => {
+      if (connection.ended) return;
+      connection.ended = true;
+      this.#ended(connection);
     };
-    if (this.spec.kind === 'http') client.onerror = (error) => this.#onHttpError(client, error);
-    this.#client = client;
-    this.#transport = transport;
-    this.#tools = undefined;
-    this.generation++;
-    this.#startedAt = Date.now();
-    try {
-      await client.connect(transport, { timeout: this.#options.startTimeoutMs ?? 15_000 });
-    } catch (error) {
-      const what = this.spec.kind === 'stdio' ? 'did not start' : 'could not connect';
-      // A child that exited during startup: its exit says more than the closed connection.
-      const exit = transport instanceof ChildProcessTransport ? transport.exit : undefined;
-      const reason = exit
-        ? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`
-        : errorText(error);
-      const failure = this.#failure(`upstream ${this.name} ${what}: ${reason}`, error);
-      // A server that never answered initialize is still running: end it.
-      await client.close().catch(() => {});
-      // The close handler has scheduled the next attempt; until it succeeds, this is why it is down.
-      if (this.#client === client) this.#down = this.#startFailure = failure;
-      throw failure;
-    }
-    this.#down = undefined;
-    this.#startFailure = undefined;
+    if (this.spec.kind === 'http') client.onerror = (error) => this.#onHttpError(connection, error);
+    return connection;
   }
 
   #makeTransport(): Transport {
@@ -274,71 +465,45 @@ export class Upstream {
 
   /**
    * The HTTP transport reports a dropped connection without closing: close it
-   * here, so the calls in flight fail now and the reconnection below starts.
+   * here, so the calls in flight fail now and the reconnection starts.
    */
-  #onHttpError(client: Client, error: unknown): void {
-    if (this.#client !== client || this.#down || this.#closing) return;
+  #onHttpError(connection: Connection, error: unknown): void {
+    const state = this.#state;
+    if (state.kind !== 'ready' || state.connection !== connection || state.losing !== undefined) return;
     const verdict = connectionVerdict(error);
-    if (verdict === 'lost') this.#lose(client, lossReason(error));
-    else if (verdict === 'suspect' && !this.#probing) {
+    if (verdict === 'lost') this.#lose(connection, lossReason(error));
+    else if (verdict === 'suspect' && !state.probing) {
       // One broken stream may be just that stream: the server decides by answering a ping.
-      this.#probing = true;
-      client
-        .ping({ timeout: this.#options.startTimeoutMs ?? 15_000 })
-        .catch(() => this.#lose(client, lossReason(error)))
+      this.#enter({ ...state, probing: true });
+      connection.client
+        .ping({ timeout: this.#startTimeoutMs })
+        .catch(() => this.#lose(connection, lossReason(error)))
         .finally(() => {
-          this.#probing = false;
+          const now = this.#state;
+          if (now.kind === 'ready' && now.connection === connection) this.#enter({ ...now, probing: false });
         });
     }
   }
 
-  #lose(client: Client, reason: string): void {
-    if (this.#client !== client || this.#down || this.#closing) return;
-    this.#lostBecause = reason;
-    void client.close().catch(() => {});
+  /** Closes a live HTTP connection found lost; its close is then handled as any end. */
+  #lose(connection: Connection, reason: string): void {
+    const state = this.#state;
+    if (state.kind !== 'ready' || state.connection !== connection || state.losing !== undefined) return;
+    this.#enter({ ...state, losing: reason });
+    void connection.client.close().catch(() => {});
   }
 
-  #onTransportClosed(client: Client, transport: Transport): void {
-    if (this.#client !== client) return;
-    if (transport instanceof ChildProcessTransport) this.#lastExit = transport.exit ?? this.#lastExit;
-    if (this.#closing) {
-      this.#down = this.#failure(`upstream ${this.name} connection closed`);
-      return;
-    }
-    if (Date.now() - this.#startedAt > this.#restart.stableAfterMs) this.#restarts = 0;
-    const lost = this.#lostBecause;
-    this.#lostBecause = undefined;
-    this.#down = this.#failure(
-      this.spec.kind === 'stdio'
-        ? `upstream ${this.name} exited`
-        : `upstream ${this.name} connection lost${lost ? `: ${lost}` : ''}`,
-    );
-    if (this.#restarts >= this.#restart.maxRestarts) {
-      this.#gaveUpAfter = this.#restarts;
-      for (const listener of this.#gaveUpListeners) listener(this.#restarts);
-      return;
-    }
-    this.#restarts++;
-    const delay = restartDelayMs(this.#restart, this.#restarts);
-    let settle: () => void = () => {};
-    this.#ready = new Promise<void>((resolve) => {
-      settle = resolve;
-    });
-    this.#restartTimer = setTimeout(() => {
-      this.#restartTimer = undefined;
-      if (this.#closing) return settle();
-      this.#start()
-        .then(() => {
-          for (const listener of this.#recoveryListeners) listener();
-        })
-        .catch(() => {
-          // #start already recorded why; the close handler schedules the next attempt.
-        })
-        .finally(settle);
-    }, delay);
+  /** Why a start attempt failed: for a child that exited meanwhile, its exit says more than the closed connection. */
+  #startFailure(connection: Connection, error: unknown): EnvelopeError {
+    const what = this.spec.kind === 'stdio' ? 'did not start' : 'could not connect';
+    const exit =
+      connection.transport instanceof ChildProcessTransport ? connection.transport.exit : undefined;
+    const reason = exit
+      ? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`
+      : errorText(error);
+    return this.#failure(`upstream ${this.name} ${what}: ${reason}`, error, connection);
   }
 
-  /** ADAPTER.EXECUTION.FAILED with what is known about the process. */
   /**
    * An answer nested past the canonical limit could not be serialized again on
    * its way downstream (the reply would never leave): it fails like garbage on
@@ -353,40 +518,61 @@ export class Upstream {
     );
   }
 
-  #failure(message: string, cause?: unknown): EnvelopeError {
+  /** ADAPTER.EXECUTION.FAILED with what is known about the process: its exit, and a stderr excerpt. */
+  #failure(message: string, cause?: unknown, connection = this.#latest): EnvelopeError {
     const details: Record<string, unknown> = { upstream: this.name };
-    if (this.#lastExit) {
-      details.exit_code = this.#lastExit.code;
-      if (this.#lastExit.signal) details.signal = this.#lastExit.signal;
+    const exit =
+      connection?.transport instanceof ChildProcessTransport ? connection.transport.exit : undefined;
+    if (exit) {
+      details.exit_code = exit.code;
+      if (exit.signal) details.signal = exit.signal;
     }
     const tail = this.stderr.tail(1024);
     if (tail) details.stderr = tail;
     return new UpstreamFailure(message, details, cause);
   }
 
-  /** Waits (bounded) for a restarting upstream, then returns its client. */
+  /** The live client, after waiting (until `deadline`) for an upstream that is starting or restarting. */
   async #liveClient(deadline: number): Promise<Client> {
-    // The common case, without a timer: connected and not restarting.
-    if (this.available && this.#client) return this.#client;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      if (this.#closing) throw this.#failure(`upstream ${this.name} is shut down`);
-      if (this.#startFailure) throw this.#startFailure;
-      const ready = this.#ready;
-      if (!ready) throw this.#failure(`upstream ${this.name} is not connected`);
+    for (;;) {
+      const state = this.#state;
+      switch (state.kind) {
+        case 'ready':
+          return state.connection.client;
+        case 'idle':
+          throw this.#failure(`upstream ${this.name} is not connected`);
+        case 'closed':
+          throw this.#failure(`upstream ${this.name} is shut down`);
+        case 'failed':
+        case 'gave-up':
+          throw state.why;
+        case 'starting':
+          // After a failed start, calls fail at once until an attempt succeeds.
+          if (state.down?.startFailed) throw state.down.why;
+          break;
+        case 'restarting':
+          break;
+      }
       const remaining = deadline - Date.now();
-      if (remaining <= 0) break;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        ready.catch(() => {}),
-        new Promise((resolve) => {
-          timer = setTimeout(resolve, remaining);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (!this.#down && this.#client) return this.#client;
-      if (ready === this.#ready) break;
+      if (remaining <= 0 || !(await this.#changeWithin(remaining))) {
+        throw this.failure ?? this.#failure(`upstream ${this.name} is not available`);
+      }
     }
-    throw this.#down ?? this.#failure(`upstream ${this.name} is not available`);
+  }
+
+  /** Whether the state changes within `ms`. */
+  #changeWithin(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        stop();
+        resolve(false);
+      }, ms);
+      const stop = this.onStateChange(() => {
+        clearTimeout(timer);
+        stop();
+        resolve(true);
+      });
+    });
   }
 
   timeoutFor(method: string, params: Record<string, unknown> | undefined): number {
@@ -394,12 +580,15 @@ export class Upstream {
       const own = this.#options.toolTimeoutsMs?.[params.name];
       if (own !== undefined) return own;
     }
-    return this.#options.timeoutMs ?? 60_000;
+    return this.#options.timeoutMs ?? CONFIG_DEFAULTS.upstream.timeouts.callMs;
   }
 
   /** The longest timeout any request to this upstream may have. */
   longestTimeoutMs(): number {
-    return Math.max(this.#options.timeoutMs ?? 60_000, ...Object.values(this.#options.toolTimeoutsMs ?? {}));
+    return Math.max(
+      this.#options.timeoutMs ?? CONFIG_DEFAULTS.upstream.timeouts.callMs,
+      ...Object.values(this.#options.toolTimeoutsMs ?? {}),
+    );
   }
 
   /** Sends one request upstream and returns its raw result. */
@@ -425,14 +614,22 @@ export class Upstream {
 
   /**
    * The upstream's own description of a tool (its input and output schemas),
-   * from its tools/list, cached until the list changes or the process restarts.
+   * from its tools/list, kept with the connection it was read from until the
+   * list changes or the upstream restarts.
    */
   async describeTool(name: string): Promise<Tool | undefined> {
-    this.#tools ??= this.#listTools().catch((error: unknown) => {
-      this.#tools = undefined;
-      throw error;
-    });
-    return (await this.#tools).get(name);
+    const connection = this.#latest;
+    if (!connection) return (await this.#listTools()).get(name);
+    let tools = connection.tools;
+    if (!tools) {
+      const listing = this.#listTools();
+      connection.tools = tools = listing;
+      // A failed listing is not kept: the next call asks again.
+      listing.catch(() => {
+        if (connection.tools === listing) connection.tools = undefined;
+      });
+    }
+    return (await tools).get(name);
   }
 
   /**
@@ -451,21 +648,15 @@ export class Upstream {
   }
 
   async #listTools(): Promise<Map<string, Tool>> {
-    const tools = new Map<string, Tool>();
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-      const result = await this.request('tools/list', cursor ? { cursor } : undefined);
-      for (const tool of (result.tools ?? []) as Tool[]) tools.set(tool.name, tool);
-      cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
-      if (!cursor) break;
-    }
-    return tools;
+    const tools = (await collectPages((params) => this.request('tools/list', params), 'tools')) as Tool[];
+    return new Map(tools.map((tool) => [tool.name, tool]));
   }
 
-  /** Forwards a notification upstream; a dead upstream drops it (notifications have no reply). */
+  /** Forwards a notification upstream; one that is not serving drops it (notifications have no reply). */
   async notify(notification: Notification): Promise<void> {
-    if (this.#down || !this.#client) return;
-    await this.#client.notification(notification).catch(() => {});
+    const state = this.#state;
+    if (state.kind !== 'ready') return;
+    await state.connection.client.notification(notification).catch(() => {});
   }
 
   #translate(error: unknown, method: string, timeoutMs: number): unknown {
@@ -481,7 +672,9 @@ export class Upstream {
         );
       }
       if (error.code === SdkErrorCode.ConnectionClosed || error.code === SdkErrorCode.NotConnected) {
-        return this.#down ?? this.#failure(`upstream ${this.name} connection closed during ${method}`, error);
+        return (
+          this.failure ?? this.#failure(`upstream ${this.name} connection closed during ${method}`, error)
+        );
       }
     }
     // A JSON-RPC error is the upstream's own answer and passes as is; anything else
@@ -493,15 +686,23 @@ export class Upstream {
     return error;
   }
 
+  /** Event: the gateway closes the upstream. A pending restart is cancelled and the process ended. */
   async close(): Promise<void> {
-    this.#closing = true;
-    if (this.#restartTimer) clearTimeout(this.#restartTimer);
-    await this.#client?.close().catch(() => {});
+    const state = this.#state;
+    if (state.kind === 'closed') return state.closing;
+    if (state.kind === 'restarting' || state.kind === 'failed') clearTimeout(state.timer);
+    const live = state.kind === 'starting' || state.kind === 'ready' ? state.connection : undefined;
+    const closing = Promise.withResolvers<void>();
+    // Closed before the client is: the end of its connection is then no loss to restart from.
+    this.#enter({ kind: 'closed', ended: this.#latest, why: this.failure, closing: closing.promise });
+    await live?.client.close().catch(() => {});
+    closing.resolve();
   }
 
   /** Kills a stdio upstream's process as a crash would (for fault tests and operators). */
   kill(signal: NodeJS.Signals = 'SIGKILL'): void {
-    if (this.#transport instanceof ChildProcessTransport) this.#transport.kill(signal);
+    const transport = this.#latest?.transport;
+    if (transport instanceof ChildProcessTransport) transport.kill(signal);
   }
 }
 

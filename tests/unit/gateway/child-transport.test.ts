@@ -1,6 +1,10 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { ChildProcessTransport, StderrRing } from '../../../src/gateway/upstreams/child-transport.ts';
+import {
+  ChildProcessTransport,
+  lastLines,
+  StderrRing,
+} from '../../../src/gateway/upstreams/child-transport.ts';
 
 /** Runs a child that writes the given stdout bytes and exits; collects what the transport delivers. */
 async function delivered(
@@ -78,5 +82,38 @@ describe('ChildProcessTransport reading the upstream’s stdout', () => {
     expect(messages).toEqual([{ jsonrpc: '2.0', id: 7, result: {} }]);
     expect(stderr).toContain('not JSON on stdout');
     expect(stderr).toContain('not JSON-RPC on stdout');
+  });
+});
+
+describe('the stderr tail', () => {
+  it('keeps only the newest text within its limit', () => {
+    const ring = new StderrRing(10);
+    ring.push('first line\n');
+    ring.push('second\n');
+    ring.push('third\n');
+    expect(ring.tail().length).toBeLessThanOrEqual(10);
+    expect(ring.tail()).toMatch(/third\n$/);
+    expect(ring.tail(3)).toBe('rd\n');
+    const one = new StderrRing(4);
+    one.push('a long single line\n');
+    expect(one.tail()).toBe('ine\n');
+  });
+
+  it('never starts a tail on the second half of a character outside the BMP', () => {
+    const ring = new StderrRing();
+    ring.push('crashed: 🙂 gone');
+    expect(ring.tail(' gone'.length + 1)).toBe(' gone');
+    expect(ring.tail(' gone'.length + 2)).toBe('🙂 gone');
+  });
+
+  it('reads the last lines that say something, oldest first', () => {
+    const excerpt = 'booting\n\nError: no config  \n   \n  at main (server.js:3)\r\n\n';
+    expect(lastLines(excerpt, 2)).toEqual(['Error: no config', '  at main (server.js:3)']);
+    expect(lastLines(excerpt, 1)).toEqual(['  at main (server.js:3)']);
+    expect(lastLines(excerpt, 10)).toEqual(['booting', 'Error: no config', '  at main (server.js:3)']);
+    expect(lastLines('', 3)).toEqual([]);
+    const ring = new StderrRing();
+    ring.push(excerpt);
+    expect(ring.lastLines(1)).toEqual(['  at main (server.js:3)']);
   });
 });
