@@ -1,8 +1,7 @@
-import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCallLog } from '../../src/gateway/operations/call-log.ts';
+import { readLatestCallLogs } from '../../src/gateway/operations/call-log.ts';
 import { type GatewayDir, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
 import type { Running } from './processes.ts';
 
@@ -98,7 +97,7 @@ describe('tiers over HTTP: the bearer token decides the tier in the envelope', (
     await closeAll();
     // Stopping the gateway flushes and closes its log.
     await gateway.stop();
-    const lines = readCallLog(realpathSync(join(paths.logs, 'gateway', 'calls.latest.jsonl')));
+    const lines = readLatestCallLogs(join(paths.logs, 'gateway'));
     expect(lines.map((line) => [line.tool, line.tier])).toEqual([
       ['echo', 'pro'],
       ['echo', 'enterprise'],
@@ -188,7 +187,7 @@ describe('tiers from the configuration: a tool mapped to a tier refuses lower ti
   it('logs each call with its caller’s tier and the refusals as UPGRADE_REQUIRED', async () => {
     await closeAll();
     await gateway.stop();
-    const lines = readCallLog(realpathSync(join(paths.logs, 'gateway', 'calls.latest.jsonl')));
+    const lines = readLatestCallLogs(join(paths.logs, 'gateway'));
     expect(lines.map((line) => [line.upstream, line.tool, line.tier, line.code])).toEqual([
       ['legacy', 'stats', 'free', 'UPGRADE_REQUIRED'],
       ['legacy', 'stats', 'pro', null],

@@ -7,8 +7,8 @@ import {
   PipelineRpcError,
   type ToolCall,
   ToolTimeoutError,
-  toolResultPayload,
 } from '../../src/mcp/index.ts';
+import { toolResultPayload } from '../../src/mcp/tool-result.ts';
 import { type ProvRecord, verify } from '../../src/provenance/index.ts';
 import { answerContains } from '../support/no-loss.ts';
 
@@ -27,6 +27,11 @@ function call(invoke: ToolCall['invoke'], extra: Partial<ToolCall> = {}): ToolCa
 
 const text = (value: string) => async () => ({ content: [{ type: 'text', text: value }] });
 
+/** Collects the record a summary carries, as a ledger would. */
+function recordOf(summary: CallSummary, records: ProvRecord[]): void {
+  if (summary.provenance) records.push(summary.provenance.record);
+}
+
 describe('createPipeline', () => {
   it('reports each call once, with digests of the arguments and of the result', async () => {
     const summaries: CallSummary[] = [];
@@ -41,19 +46,25 @@ describe('createPipeline', () => {
         tool: 'lookup',
         dialect: 'prov-v0.1',
         outcome: 'ok',
+        failure: null,
         action: 'wrapped',
-        error_code: null,
-        request_id: expect.any(String),
-        duration_ms: expect.any(Number),
-        arguments_digest: digestValue({ id: 'a' }).value,
-        result_digest: digestValue(result.structuredContent).value,
-        provenance: false,
+        code: null,
+        requestId: expect.any(String),
+        durationMs: expect.any(Number),
+        argumentsDigest: `sha256:${digestValue({ id: 'a' }).value}`,
+        resultDigest: `sha256:${digestValue(result).value}`,
+        resultDialect: 'prov-v0.1',
+        resultVersion: 'mcp.envelope.v0.1',
+        sourceDialect: 'legacy',
+        sourceVersion: null,
+        toolRan: true,
+        provenance: null,
         losses: 0,
-        tool_ran: true,
-        source_dialect: 'legacy',
-        source_version: null,
       },
     ]);
+    expect(summaries[0]?.requestId).toBe(
+      (result.structuredContent as { meta: { request_id: string } }).meta.request_id,
+    );
   });
 
   it('puts the exit code and a stderr excerpt of a crashed upstream into the error details', async () => {
@@ -191,7 +202,7 @@ describe('createPipeline', () => {
 
   it('passes an envelope in JSON text through byte for byte, recording it when asked', async () => {
     const records: ProvRecord[] = [];
-    const pipeline = createPipeline({ onRecord: (record) => void records.push(record) });
+    const pipeline = createPipeline({ onCall: (summary) => recordOf(summary, records) });
     const envelopeText =
       '{"schema_version":"mcp.envelope.v0.1","result":1.0,"errors":[{"code":"X","message":"y"}]}';
     const result = await pipeline.callTool(call(text(envelopeText), { meta: { capture_provenance: true } }));
@@ -227,6 +238,79 @@ describe('createPipeline', () => {
     expect(toolResultPayload({ content: [], structuredContent: { a: 1 } })).toEqual({
       source: 'structured',
       value: { a: 1 },
+    });
+  });
+});
+
+describe('createPipeline reports each call once', () => {
+  it('to onCall and to the call, with the digests the record carries', async () => {
+    const summaries: CallSummary[] = [];
+    const own: CallSummary[] = [];
+    const pipeline = createPipeline({ onCall: (summary) => summaries.push(summary) });
+    const result = await pipeline.callTool(
+      call(text('{"x":1}'), {
+        meta: { capture_provenance: true, provenance_mode: 'full' },
+        report: (summary) => own.push(summary),
+      }),
+    );
+    expect(summaries).toHaveLength(1);
+    expect(own).toEqual(summaries);
+    const [summary] = summaries;
+    const record = (result.structuredContent as { provenance: ProvRecord }).provenance;
+    expect(summary?.provenance).toEqual({ record, placement: 'envelope' });
+    // The arguments' one canonical form gives the record's input digest and the report's.
+    expect(summary?.argumentsDigest).toBe(`sha256:${record.inputs?.[0]?.digest?.value}`);
+  });
+
+  it('reports a call answered with the JSON-RPC error for invalid input', async () => {
+    const summaries: CallSummary[] = [];
+    const pipeline = createPipeline({
+      invalidInput: 'jsonrpc-error',
+      onCall: (summary) => summaries.push(summary),
+    });
+    await expect(pipeline.callTool(call(text('x'), { arguments: {} }))).rejects.toBeInstanceOf(
+      PipelineRpcError,
+    );
+    expect(summaries).toEqual([
+      expect.objectContaining({
+        outcome: 'error',
+        failure: 'invalid_input',
+        code: 'INVALID_INPUT',
+        action: 'rejected',
+        resultDigest: null,
+        resultDialect: null,
+        toolRan: false,
+      }),
+    ]);
+  });
+
+  it('reports a call its caller withdrew as cancelled, with no code', async () => {
+    const summaries: CallSummary[] = [];
+    const controller = new AbortController();
+    await createPipeline({ onCall: (summary) => summaries.push(summary) }).callTool(
+      call(
+        async () => {
+          controller.abort();
+          throw new Error('aborted by the client');
+        },
+        { signal: controller.signal },
+      ),
+    );
+    expect(summaries[0]).toMatchObject({ outcome: 'cancelled', failure: null, code: null });
+  });
+
+  it('names the code of a legacy error result, which travels as text', async () => {
+    const summaries: CallSummary[] = [];
+    const result = await createPipeline({
+      dialect: 'legacy',
+      onCall: (summary) => summaries.push(summary),
+    }).callTool(call(text('x'), { arguments: {} }));
+    expect(result.isError).toBe(true);
+    expect(summaries[0]).toMatchObject({
+      outcome: 'error',
+      code: 'INVALID_INPUT',
+      resultDialect: 'legacy',
+      resultVersion: null,
     });
   });
 });
@@ -280,7 +364,12 @@ describe('createPipeline with a broken tool schema', () => {
     });
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ errors: [{ code: 'INTERNAL_ERROR' }] });
-    expect(summaries[0]).toMatchObject({ outcome: 'internal_error', error_code: 'INTERNAL_ERROR' });
+    expect(summaries[0]).toMatchObject({
+      outcome: 'error',
+      failure: 'internal_error',
+      code: 'INTERNAL_ERROR',
+      toolRan: false,
+    });
   });
 });
 
@@ -310,7 +399,7 @@ describe('createPipeline in every result dialect', () => {
     const records: ProvRecord[] = [];
     const pipeline = createPipeline({
       dialect: 'hosted-v2',
-      onRecord: (record) => void records.push(record),
+      onCall: (summary) => recordOf(summary, records),
     });
     const result = await pipeline.callTool(call(text('{"x":1}'), { meta: { capture_provenance: true } }));
     expect(result.structuredContent).toEqual({
@@ -338,11 +427,14 @@ describe('createPipeline in every result dialect', () => {
     expect(same.isError).toBe(true);
     expect(summaries[0]).toMatchObject({
       action: 'passed-through',
-      outcome: 'tool_error',
-      error_code: 'TEMPLATE_NOT_FOUND',
-      source_dialect: 'hosted-v2',
-      source_version: '2026-05-06',
-      tool_ran: true,
+      outcome: 'error',
+      failure: 'tool_error',
+      code: 'TEMPLATE_NOT_FOUND',
+      sourceDialect: 'hosted-v2',
+      sourceVersion: '2026-05-06',
+      resultDialect: 'hosted-v2',
+      resultVersion: '2026-05-06',
+      toolRan: true,
     });
     // In prov-v0.1 the same answer is converted, so that it matches the advertised schema.
     const prov = createPipeline({ onCall: (summary) => summaries.push(summary) });
@@ -355,9 +447,13 @@ describe('createPipeline in every result dialect', () => {
     });
     expect(summaries[1]).toMatchObject({
       action: 'converted',
-      outcome: 'tool_error',
-      source_dialect: 'hosted-v2',
+      outcome: 'error',
+      failure: 'tool_error',
+      sourceDialect: 'hosted-v2',
+      resultDialect: 'prov-v0.1',
+      resultVersion: 'mcp.envelope.v0.1',
     });
+    expect(summaries[1]?.losses).toBeGreaterThan(0);
     expect(converted._meta?.['mcp-envelope/losses']).toContainEqual(
       expect.objectContaining({ path: '/tool' }),
     );
@@ -466,8 +562,9 @@ describe('createPipeline with values that have no canonical form', () => {
     ]);
     expect(envelope.provenance.outputs?.[0]?.digest).toBeUndefined();
     expect(envelope.provenance.methods).toContain('adapter.warnings.capture');
-    expect(summaries[0]?.result_digest).toBeNull();
-    expect(summaries[0]?.arguments_digest).toBe(digestValue({ id: 'a' }).value);
+    expect(summaries[0]?.resultDigest).toBeNull();
+    expect(summaries[0]?.argumentsDigest).toBe(`sha256:${digestValue({ id: 'a' }).value}`);
+    expect(summaries[0]?.provenance?.placement).toBe('envelope');
   });
 });
 
@@ -514,7 +611,7 @@ describe('createPipeline keeps payload numbers as the tool wrote them', () => {
 
   it('in a wrapped legacy payload, and in its record digest as RFC 8785 reads it', async () => {
     const records: ProvRecord[] = [];
-    const pipeline = createPipeline({ onRecord: (record) => void records.push(record) });
+    const pipeline = createPipeline({ onCall: (summary) => recordOf(summary, records) });
     const result = await pipeline.callTool(
       call(text(big), { meta: { capture_provenance: true, capture_artifacts: true } }),
     );

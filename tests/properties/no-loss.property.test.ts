@@ -20,7 +20,12 @@ describe('no loss over generated upstream answers', () => {
   for (const dialect of DIALECTS) {
     it(`${dialect}: the answer holds the payload, and the record digests it`, async () => {
       const records: ProvRecord[] = [];
-      const pipeline = createPipeline({ dialect, onRecord: (record) => void records.push(record) });
+      const pipeline = createPipeline({
+        dialect,
+        onCall: (summary) => {
+          if (summary.provenance) records.push(summary.provenance.record);
+        },
+      });
       await fc.assert(
         fc.asyncProperty(generatedAnswer, async (answer) => {
           records.length = 0;

@@ -6,13 +6,16 @@ import { EnvelopeError } from '../../errors/index.ts';
 import type { IdSource } from '../../ids/index.ts';
 import type { Ledger } from '../../ledger/index.ts';
 import {
+  type CallSummary,
   createPipeline,
   type Pipeline,
   type PipelineOptions,
   type PipelineTool,
+  relayedSummary,
+  thrownSummary,
+  type UnenforcedCall,
 } from '../../mcp/pipeline.ts';
-import { readToolResult } from '../../mcp/read-tool-result.ts';
-import type { CallLog, CallOutcome, CallTransport } from '../operations/call-log.ts';
+import type { CallLog, CallLogFacts, CallTransport } from '../operations/call-log.ts';
 import type { GatewayTiers, UpstreamConfig } from '../operations/config.ts';
 import { isRoundSignal } from '../relay/input-required.ts';
 import {
@@ -25,8 +28,11 @@ import {
 /**
  * What the gateway does to every tools/call: per upstream, either pass the
  * result through untouched or run it through the one enforcement pipeline in
- * the upstream's dialect; then write one call-log line and, when the caller
- * opted in to provenance, one ledger entry. The same instance serves stdio and
+ * the upstream's dialect; then file the call's one report (`CallSummary`): a
+ * call-log line and, when a provenance record was built, a ledger entry. The
+ * pipeline reports the calls it answers; a relayed call, and one answered with
+ * a protocol error, is reported here through the same builders, so nothing
+ * re-reads an answer the pipeline made. The same instance serves stdio and
  * HTTP, so both transports enforce, log and record identically.
  */
 
@@ -48,20 +54,6 @@ interface Route {
   pipeline: Pipeline | undefined;
 }
 
-/** Fields of a call that the log line needs besides the result. */
-interface CallFacts {
-  params: CallToolParams;
-  upstream: string;
-  dialect: string;
-  transport: CallTransport;
-  route: string | null;
-  /** The authenticated caller's tier, when a bearer token gave one. */
-  tier: string | undefined;
-  startedAt: number;
-  /** The downstream request's signal: aborted when the client cancelled the call. */
-  signal: AbortSignal;
-}
-
 /** The upstream's provenance defaults fill in what a caller who opted in did not say. */
 function withProvenanceDefaults(meta: Record<string, unknown> | undefined, config: UpstreamConfig) {
   if (meta?.capture_provenance !== true) return meta;
@@ -76,10 +68,6 @@ function withProvenanceDefaults(meta: Record<string, unknown> | undefined, confi
 function tierOf(context: ToolCallContext): string | undefined {
   const tier = context.authInfo?.extra?.tier;
   return typeof tier === 'string' ? tier : undefined;
-}
-
-function errorCodeOf(error: unknown): string {
-  return error instanceof EnvelopeError ? error.code : 'INTERNAL_ERROR';
 }
 
 export class Enforcement {
@@ -101,13 +89,6 @@ export class Enforcement {
               server: { name: config.name, version: options.version },
               adapter: 'mcp-envelope-gateway',
               ...(options.tiers ? this.#tierGate(config, options.tiers) : {}),
-              onRecord: (record, context) => {
-                try {
-                  options.ledger?.insert(record, { tool: context.tool, upstream: config.name });
-                } catch (error) {
-                  options.onError?.(error);
-                }
-              },
             });
       this.#routes.set(config.name, { config, pipeline });
     }
@@ -149,25 +130,45 @@ export class Enforcement {
   handler(transport: CallTransport, route: string | null): ToolCallHandler {
     return async (params, invokeUpstream, context) => {
       const target = this.#routes.get(context.upstream);
-      const facts: CallFacts = {
-        params,
-        upstream: context.upstream,
-        dialect: target?.config.dialect ?? 'passthrough',
-        transport,
-        route,
-        tier: tierOf(context),
-        startedAt: performance.now(),
+      const call: UnenforcedCall = {
+        tool: params.name,
+        arguments: params.arguments,
+        started: performance.now(),
         signal: context.signal,
       };
+      const tier = tierOf(context);
+      const facts: CallLogFacts = {
+        upstream: context.upstream,
+        transport,
+        route,
+        ...(tier === undefined ? {} : { tier }),
+        arguments: params.arguments,
+      };
+      let reported = false;
+      // Without a log or a ledger nothing reads the report, so none is made (its digests cost).
+      const filing = this.#options.callLog !== undefined || this.#options.ledger !== undefined;
+      const report = filing
+        ? (summary: CallSummary) => {
+            reported = true;
+            this.#file(summary, facts);
+          }
+        : undefined;
       try {
-        const result = target?.pipeline
-          ? await this.#enforce(target.config, target.pipeline, params, invokeUpstream, context)
-          : await invokeUpstream(params);
-        // A 2026-07-28 call that waits for client input is logged once, when it is over.
-        if (!isInputRequiredResult(result)) this.#log(facts, result);
+        if (target?.pipeline) {
+          return await this.#enforce(target.config, target.pipeline, params, invokeUpstream, context, report);
+        }
+        const result = await invokeUpstream(params);
+        // A 2026-07-28 call that waits for client input is reported once, when it is over.
+        if (report && !isInputRequiredResult(result)) {
+          this.#guarded(() => report(relayedSummary(call, result)));
+        }
         return result;
       } catch (error) {
-        this.#log(facts, undefined, error);
+        // Answered with a protocol error the pipeline did not report (an unknown tool, a relayed JSON-RPC error).
+        if (report && !reported) {
+          const dialect = target?.config.dialect ?? 'passthrough';
+          this.#guarded(() => report(thrownSummary({ ...call, dialect }, error)));
+        }
         throw error;
       }
     };
@@ -179,6 +180,7 @@ export class Enforcement {
     params: CallToolParams,
     invokeUpstream: (params: CallToolParams) => Promise<CallToolResult>,
     context: ToolCallContext,
+    report: ((summary: CallSummary) => void) | undefined,
   ): Promise<CallToolResult> {
     const described = context.tool;
     const down = context.unavailable;
@@ -219,49 +221,28 @@ export class Enforcement {
       // A call waiting for client input is no answer yet, and a client that cannot give it is told so.
       isInterim: isInputRequiredResult,
       isProtocolSignal: isRoundSignal,
+      ...(report ? { report } : {}),
     });
   }
 
-  #log(facts: CallFacts, result: CallToolResult | undefined, error?: unknown): void {
-    const log = this.#options.callLog;
-    if (!log) return;
-    try {
-      let outcome: CallOutcome = 'error';
-      let code: string | null = errorCodeOf(error);
-      let requestId: string | null = null;
-      let resultDialect: string | null = null;
-      let resultVersion: string | null = null;
-      if (result) {
-        const read = readToolResult(result);
-        outcome = read.ok ? 'ok' : 'error';
-        code = read.ok ? null : read.error.code;
-        requestId = read.meta?.request_id ?? null;
-        resultDialect = read.dialect;
-        resultVersion = read.version ?? null;
-      }
-      // A call the client withdrew ended because of that, whatever the upstream's side made of it.
-      if (facts.signal.aborted) {
-        outcome = 'cancelled';
-        code = null;
-      }
-      log.write({
-        requestId,
-        tool: facts.params.name,
-        upstream: facts.upstream,
-        dialect: facts.dialect,
-        outcome,
-        code,
-        resultDialect,
-        resultVersion,
-        durationMs: Math.round((performance.now() - facts.startedAt) * 1000) / 1000,
-        transport: facts.transport,
-        route: facts.route,
-        ...(facts.tier === undefined ? {} : { tier: facts.tier }),
-        arguments: facts.params.arguments,
-        result,
+  /** Files one call's report: its call-log line, and its provenance record in the ledger. */
+  #file(summary: CallSummary, facts: CallLogFacts): void {
+    const { callLog, ledger } = this.#options;
+    const { provenance } = summary;
+    if (provenance && ledger) {
+      this.#guarded(() => {
+        ledger.insert(provenance.record, { tool: summary.tool, upstream: facts.upstream });
       });
-    } catch (logError) {
-      this.#options.onError?.(logError);
+    }
+    if (callLog) this.#guarded(() => callLog.write(summary, facts));
+  }
+
+  /** Failures of the log or the ledger are reported, never the call's. */
+  #guarded(action: () => void): void {
+    try {
+      action();
+    } catch (error) {
+      this.#options.onError?.(error);
     }
   }
 }

@@ -1,34 +1,52 @@
 /**
- * The call log: one JSON line per tools/call, written by pino to
- * `<dir>/<server>/<YYYY-MM-DD>/<name>-<run id>.jsonl`, with
- * `<dir>/<server>/<name>.latest.jsonl` a symlink to the newest file. The date is
- * the UTC day of the line: at midnight the log moves on to a new date folder.
+ * The call log: one JSON line per tools/call, written by pino, made from the
+ * call's report (`CallSummary`) and where it was served.
  *
- * Lines carry digests of the arguments and of the result (SHA-256 over RFC 8785
- * canonical JSON), never the raw arguments unless the configuration asks for
- * them, so logs can be shared without leaking what callers sent.
+ * Files belong to one gateway instance, so that instances logging to one folder
+ * (replicas on a shared volume, the many stdio launches of a desktop client)
+ * never write to each other's files or re-point each other's links. Under
+ * `<dir>/<server>/` (`server`: the gateway's name, or the upstream's for `proxy`):
+ *
+ *   <YYYY-MM-DD>/<name>-<instance>.jsonl   the instance's lines of that UTC day
+ *   <name>-<instance>.latest.jsonl         relative symlink to the instance's current file
+ *
+ * The instance name is the configured one (the gateway reads `MCP_ENVELOPE_INSTANCE`),
+ * else `<host>-<pid>`, unique among running processes. A configured name is stable
+ * across restarts: a restarted instance appends to its day's file and keeps its
+ * link, so a shipper tails one file per instance. Processes given the same name
+ * share its file (whole lines are appended) and its link.
+ *
+ * Each line is pino's: its `level`, then `ts` (the time, ISO 8601 UTC, from pino's
+ * timestamp function), then the call's fields. The line's own `ts` picks its file,
+ * so at UTC midnight the log moves on to the new day's folder and every line sits
+ * under the day it carries. Lines carry digests of the arguments and of the result
+ * (SHA-256 over RFC 8785 canonical JSON), never the raw arguments unless the
+ * configuration asks for them, so logs can be shared without leaking what callers sent.
  */
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join, relative } from 'node:path';
 import pino from 'pino';
-import { digestValue, parseJson } from '../../canonical/index.ts';
-import { randomRunId } from '../../ids/index.ts';
+import { parseJson } from '../../canonical/index.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+import type { CallOutcome, CallSummary } from '../../mcp/pipeline.ts';
 
-/** `cancelled`: the client withdrew the call before its answer (no error of the tool's or the gateway's). */
-export type CallOutcome = 'ok' | 'error' | 'cancelled';
 export type CallTransport = 'stdio' | 'http';
 
 /** One line of the call log. */
 export interface CallLogEntry {
+  /** pino's level: 30 (info) for every call. */
+  level: number;
   ts: string;
   traceId: string;
   spanId: string;
-  requestId: string | number | null;
+  requestId: string | null;
   tool: string;
   upstream: string;
   dialect: string;
+  /** `cancelled`: the client withdrew the call before its answer (no error of the tool's or the gateway's). */
   outcome: CallOutcome;
   /** The canonical error code when the outcome is an error, else null. */
   code: string | null;
@@ -50,25 +68,18 @@ export interface CallLogEntry {
   arguments?: unknown;
 }
 
-/** What the gateway knows about a call; the log adds the time and the digests. */
-export interface CallRecordInput {
-  traceId?: string;
-  spanId?: string;
-  requestId?: string | number | null;
-  tool: string;
+/** Where and for whom a call was served: what the log adds to the call's report. */
+export interface CallLogFacts {
   upstream: string;
-  dialect: string;
-  outcome: CallOutcome;
-  code?: string | null;
-  resultDialect?: string | null;
-  resultVersion?: string | null;
-  durationMs: number;
   transport: CallTransport;
+  /** The HTTP route; null or absent over stdio. */
   route?: string | null;
   /** The tier of an authenticated caller; unauthenticated calls (stdio) have none. */
   tier?: string;
+  /** The raw arguments, written only when the log was opened with includeArguments. */
   arguments?: unknown;
-  result?: unknown;
+  traceId?: string;
+  spanId?: string;
 }
 
 /** Fields that differ between two runs of the same calls (time, ids, transport). */
@@ -98,10 +109,10 @@ export interface CallLogOptions {
   server: string;
   /** The log's base name; defaults to "calls". */
   name?: string;
-  /** Names this log file; defaults to a random run id. */
-  runId?: string;
+  /** Names this instance's files and link; defaults to `defaultInstance()`. */
+  instance?: string;
   includeArguments?: boolean;
-  /** Injectable clock, for the date folder and `ts`. */
+  /** Injectable clock, for `ts` and so the date folder. */
   now?: () => Date;
 }
 
@@ -114,122 +125,136 @@ function assertSegment(what: string, value: string): void {
   }
 }
 
-function digestOf(value: unknown): string | null {
-  if (value === undefined) return null;
-  try {
-    return `sha256:${digestValue(value).value}`;
-  } catch {
-    // A value that is not JSON cannot have come off the wire; say so rather than crash the call.
-    return null;
+/** This host and process as a file name: unique among running processes, so no two share a file by accident. */
+export function defaultInstance(): string {
+  const host = hostname()
+    .replace(/[^A-Za-z0-9_.-]/g, '-')
+    .replace(/\.{2,}/g, '.')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .slice(0, 64);
+  return `${host || 'host'}-${process.pid}`;
+}
+
+/** The instance a gateway logs as: `MCP_ENVELOPE_INSTANCE` when set (a stable name), else `defaultInstance()`. */
+export function instanceName(env: NodeJS.ProcessEnv = process.env): string {
+  const configured = env.MCP_ENVELOPE_INSTANCE;
+  if (configured === undefined || configured === '') return defaultInstance();
+  if (!SAFE_SEGMENT.test(configured) || configured.includes('..')) {
+    throw new EnvelopeError(
+      'CONFIG_INVALID',
+      `MCP_ENVELOPE_INSTANCE "${configured}" is not a safe file name (letters, digits, _ - and single dots)`,
+    );
   }
+  return configured;
 }
 
 type Destination = pino.DestinationStream & NodeJS.EventEmitter & { end(): void };
 
-/** The UTC day of an ISO timestamp: the name of its date folder. */
-function dayOf(ts: string): string {
-  return ts.slice(0, 10);
+/** The file of one UTC day. */
+interface DayFile {
+  day: string;
+  file: string;
+  destination: Destination;
 }
 
+/** The member pino's timestamp function writes; the line's day is read back from it. */
+const TS_MEMBER = '"ts":"';
+
 export class CallLog {
-  /** Absolute path of the `<name>.latest.jsonl` symlink. */
+  /** Absolute path of this instance's `<name>-<instance>.latest.jsonl` symlink. */
   readonly latest: string;
-  private readonly serverDir: string;
-  private readonly fileName: string;
-  private readonly includeArguments: boolean;
-  private readonly now: () => Date;
-  private current: { day: string; file: string; destination: Destination; logger: pino.Logger };
+  readonly #serverDir: string;
+  readonly #fileName: string;
+  readonly #includeArguments: boolean;
+  readonly #logger: pino.Logger;
+  #current: DayFile;
   /** Files of earlier days being flushed and closed; close() waits for them too. */
-  private readonly retired: Promise<void>[] = [];
-  private closed = false;
-  /** The ts of the line being written, handed to pino's timestamp hook. */
-  private lineTs = '';
+  readonly #retired: Promise<void>[] = [];
+  #closed = false;
 
   constructor(options: CallLogOptions) {
     const name = options.name ?? 'calls';
-    const runId = options.runId ?? randomRunId();
+    const instance = options.instance ?? defaultInstance();
     assertSegment('server', options.server);
     assertSegment('name', name);
-    assertSegment('run id', runId);
-    this.now = options.now ?? (() => new Date());
-    this.includeArguments = options.includeArguments ?? false;
-    this.serverDir = join(options.dir, options.server);
-    this.fileName = `${name}-${runId}.jsonl`;
-    this.latest = join(this.serverDir, `${name}.latest.jsonl`);
-    this.current = this.open(dayOf(this.now().toISOString()));
+    assertSegment('instance', instance);
+    const now = options.now ?? (() => new Date());
+    this.#includeArguments = options.includeArguments ?? false;
+    this.#serverDir = join(options.dir, options.server);
+    this.#fileName = `${name}-${instance}.jsonl`;
+    this.latest = join(this.#serverDir, `${name}-${instance}.latest.jsonl`);
+    this.#current = this.#open(now().toISOString().slice(0, 10));
+    this.#logger = pino(
+      {
+        // No pid or hostname on every line: the file names the instance.
+        base: null,
+        // A documented timestamp function: the `,"key":value` fragment pino places after the level.
+        timestamp: () => `,${TS_MEMBER}${now().toISOString()}"`,
+      },
+      { write: (line: string) => this.#route(line) },
+    );
   }
 
   /** Absolute path of the file this log writes now: a new one in a new date folder after UTC midnight. */
   get file(): string {
-    return this.current.file;
+    return this.#current.file;
   }
 
-  private open(day: string): CallLog['current'] {
-    const dayDir = join(this.serverDir, day);
+  #open(day: string): DayFile {
+    const dayDir = join(this.#serverDir, day);
     mkdirSync(dayDir, { recursive: true });
-    const file = join(dayDir, this.fileName);
+    const file = join(dayDir, this.#fileName);
     const destination = pino.destination({ dest: file, sync: false, append: true }) as Destination;
-    const logger = pino(
-      {
-        base: null,
-        // pino writes the timestamp hook first; with the level suppressed the hook must
-        // open the object itself (no leading comma), so ts leads every line.
-        timestamp: () => `"ts":${JSON.stringify(this.lineTs)}`,
-        formatters: { level: () => ({}) },
-      },
-      destination,
-    );
-    pointLatest(this.latest, relative(this.serverDir, file));
-    return { day, file, destination, logger };
+    pointLatest(this.latest, relative(this.#serverDir, file));
+    return { day, file, destination };
   }
 
   /**
-   * The first line of a new UTC day goes to a new file under that day's folder.
-   * The old file is ended, not dropped: what it still buffers is flushed before it closes.
+   * Sends a line pino wrote to the file of the day its `ts` names. The first line of a
+   * new UTC day opens that day's file; the old one is ended, not dropped: what it still
+   * buffers is flushed before it closes.
    */
-  private rollTo(day: string): void {
-    const previous = this.current;
-    this.current = this.open(day);
-    this.retired.push(endDestination(previous.destination));
+  #route(line: string): void {
+    const at = line.indexOf(TS_MEMBER) + TS_MEMBER.length;
+    const day = line.slice(at, at + 10);
+    if (day !== this.#current.day) {
+      const previous = this.#current;
+      this.#current = this.#open(day);
+      this.#retired.push(endDestination(previous.destination));
+    }
+    this.#current.destination.write(line);
   }
 
-  /** Writes one line; returns the entry as written. */
-  write(call: CallRecordInput): CallLogEntry {
-    if (this.closed) throw new Error('call log is closed');
-    const entry: CallLogEntry = {
-      ts: this.now().toISOString(),
-      traceId: call.traceId ?? randomBytes(16).toString('hex'),
-      spanId: call.spanId ?? randomBytes(8).toString('hex'),
-      requestId: call.requestId ?? null,
-      tool: call.tool,
-      upstream: call.upstream,
-      dialect: call.dialect,
-      outcome: call.outcome,
-      code: call.outcome === 'error' ? (call.code ?? 'INTERNAL_ERROR') : null,
-      resultDialect: call.resultDialect ?? null,
-      resultVersion: call.resultVersion ?? null,
-      durationMs: call.durationMs,
-      transport: call.transport,
-      route: call.route ?? null,
+  /** Writes the line of one call. */
+  write(summary: CallSummary, facts: CallLogFacts): void {
+    if (this.#closed) throw new Error('call log is closed');
+    this.#logger.info({
+      traceId: facts.traceId ?? randomBytes(16).toString('hex'),
+      spanId: facts.spanId ?? randomBytes(8).toString('hex'),
+      requestId: summary.requestId,
+      tool: summary.tool,
+      upstream: facts.upstream,
+      dialect: summary.dialect,
+      outcome: summary.outcome,
+      code: summary.code,
+      resultDialect: summary.resultDialect,
+      resultVersion: summary.resultVersion,
+      durationMs: summary.durationMs,
+      transport: facts.transport,
+      route: facts.route ?? null,
       // Absent rather than null for unauthenticated callers, so stdio lines keep their shape.
-      ...(call.tier === undefined ? {} : { tier: call.tier }),
-      argumentsDigest: digestOf(call.arguments),
-      resultDigest: digestOf(call.result),
-    };
-    if (this.includeArguments && call.arguments !== undefined) entry.arguments = call.arguments;
-    const { ts, ...rest } = entry;
-    // The line's own timestamp picks its file, so a line always sits under the day it carries.
-    if (dayOf(ts) !== this.current.day) this.rollTo(dayOf(ts));
-    this.lineTs = ts;
-    this.current.logger.info(rest);
-    return entry;
+      ...(facts.tier === undefined ? {} : { tier: facts.tier }),
+      argumentsDigest: summary.argumentsDigest,
+      resultDigest: summary.resultDigest,
+      ...(this.#includeArguments && facts.arguments !== undefined ? { arguments: facts.arguments } : {}),
+    });
   }
 
   /** Flushes every buffered line to disk and closes the files. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await Promise.all([...this.retired, endDestination(this.current.destination)]);
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([...this.#retired, endDestination(this.#current.destination)]);
   }
 }
 
@@ -258,4 +283,29 @@ export function readCallLog(file: string): CallLogEntry[] {
     .split('\n')
     .filter((line) => line.length > 0)
     .map((line) => parseJson(line) as unknown as CallLogEntry);
+}
+
+/** The `<name>-<instance>.latest.jsonl` links in a server's log folder: one per instance that logged there. */
+export function latestCallLogLinks(serverDir: string, name = 'calls'): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(serverDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  return names
+    .filter((file) => file.startsWith(`${name}-`) && file.endsWith('.latest.jsonl'))
+    .map((file) => join(serverDir, file))
+    .filter((file) => lstatSync(file).isSymbolicLink());
+}
+
+/**
+ * What the instances logging in a server's folder wrote to their current files,
+ * in time order (one instance's lines keep their order); none before any opened
+ * its log. For tools and tests that look at a folder rather than one instance.
+ */
+export function readLatestCallLogs(serverDir: string, name = 'calls'): CallLogEntry[] {
+  const lines = latestCallLogLinks(serverDir, name).flatMap((link) => readCallLog(link));
+  return lines.sort((a, b) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : 0));
 }

@@ -1,0 +1,161 @@
+import { performance } from 'node:perf_hooks';
+import { canonicalize } from '../../canonical/canonicalize.ts';
+import { digestBytes } from '../../canonical/digest.ts';
+import type { WrapOptions } from '../../envelope/compat-policy.ts';
+import type { ResultDialectId } from '../../envelope/dialect.ts';
+import type { IssueEntry } from '../../envelope/model.ts';
+import type { Profile, ProfileConfig } from '../../envelope/profiles.ts';
+import { FeatureGate } from '../../envelope/tiers.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+import { createIdSource, type IdSource } from '../../ids/index.ts';
+import { type CallControls, readCallControls } from '../../provenance/index.ts';
+import { defaultRegistry, type SchemaRegistry, type Validator } from '../../schemas/index.ts';
+import { assertDialectAvailable, outputSchemaFor } from '../dialects.ts';
+import { ToolSchemaError } from './errors.ts';
+import type { PipelineOptions, ToolCall, ValidationMode } from './types.ts';
+
+/** The pipeline's options with every default applied, resolved once per pipeline. */
+export interface Settings {
+  readonly options: PipelineOptions;
+  readonly dialect: ResultDialectId;
+  readonly outputSchema: Record<string, unknown> | undefined;
+  readonly inputMode: ValidationMode;
+  readonly outputMode: ValidationMode;
+  readonly invalidInputAs: 'result' | 'jsonrpc-error';
+  readonly ids: IdSource;
+  readonly adapter: string;
+  readonly registry: SchemaRegistry;
+  readonly gate: FeatureGate | undefined;
+  /** The tier of callers that bring none. */
+  readonly tier: string;
+  readonly profile: Profile;
+  readonly profileConfig: ProfileConfig | undefined;
+}
+
+const DEFAULT_ADAPTER = 'mcp-envelope';
+
+export function resolveSettings(options: PipelineOptions): Settings {
+  const dialect = options.dialect ?? 'prov-v0.1';
+  assertDialectAvailable(dialect);
+  const gate =
+    options.gate === undefined || options.gate instanceof FeatureGate
+      ? options.gate
+      : new FeatureGate(options.gate);
+  return {
+    options,
+    dialect,
+    outputSchema: outputSchemaFor(dialect),
+    inputMode: options.inputValidation ?? 'enforce',
+    outputMode: options.outputValidation ?? 'enforce',
+    invalidInputAs: options.invalidInput ?? 'result',
+    ids: options.ids ?? createIdSource(),
+    adapter: options.adapter ?? DEFAULT_ADAPTER,
+    registry: options.registry ?? defaultRegistry(),
+    gate,
+    tier: options.tier ?? gate?.tiers[0] ?? 'community',
+    profile: options.profile ?? 'debug',
+    profileConfig: options.profileConfig,
+  };
+}
+
+/**
+ * The request id an envelope carries, derived from the run id so deterministic
+ * runs stay byte-identical: Code Scalpel uses 32 hex digits, the accessibility
+ * suite `req_` and letters and digits, the others the UUID itself.
+ */
+function requestIdFor(dialect: ResultDialectId, runId: string): string {
+  const hex = runId.replaceAll('-', '');
+  if (dialect === 'scalpel-v1') return hex;
+  if (dialect === 'a11y-v0.1') return `req_${hex}`;
+  return runId;
+}
+
+/** Whether a record built under these controls carries digests of its artifacts. */
+export function recordsDigests(controls: CallControls): boolean {
+  return controls.captureProvenance && (controls.provenanceMode === 'full' || controls.captureArtifacts);
+}
+
+/** The arguments' RFC 8785 text, or why they have none. */
+export type CanonicalArguments = { text: string } | { error: EnvelopeError };
+
+/**
+ * One call's state, shared by every stage: its ids, controls, started time, the
+ * warnings the stages collect, and what is derived from the arguments (computed
+ * at most once, however many stages need it).
+ */
+export class CallContext {
+  readonly settings: Settings;
+  readonly call: ToolCall;
+  readonly runId: string;
+  readonly requestId: string;
+  readonly started: number;
+  /** The `_meta` controls; the defaults when they were malformed (see `controlsError`). */
+  readonly controls: CallControls;
+  /** Why the `_meta` controls could not be read: the call is answered as invalid input. */
+  readonly controlsError: EnvelopeError | undefined;
+  /** Warnings the stages add to an envelope the pipeline builds. */
+  readonly warnings: IssueEntry[] = [];
+  #canonical: CanonicalArguments | undefined;
+
+  constructor(settings: Settings, call: ToolCall) {
+    this.started = performance.now();
+    this.settings = settings;
+    this.call = call;
+    this.runId = settings.ids.runId({ tool: call.tool.name, arguments: call.arguments ?? {} });
+    this.requestId = requestIdFor(settings.dialect, this.runId);
+    let controls: CallControls;
+    try {
+      controls = readCallControls(call.meta);
+    } catch (error) {
+      if (!(error instanceof EnvelopeError)) throw error;
+      this.controlsError = error;
+      controls = readCallControls(undefined);
+    }
+    this.controls = controls;
+  }
+
+  /** The caller's tier, else the pipeline's. */
+  get tier(): string | undefined {
+    return this.call.tier ?? this.settings.options.tier;
+  }
+
+  /** Whether the call's provenance record carries digests of its artifacts. */
+  get recordsDigests(): boolean {
+    return recordsDigests(this.controls);
+  }
+
+  /** The canonical form of the arguments (`{}` when there are none), computed once per call. */
+  canonicalArguments(): CanonicalArguments {
+    if (this.#canonical === undefined) {
+      try {
+        this.#canonical = { text: canonicalize(this.call.arguments ?? {}) };
+      } catch (error) {
+        if (!(error instanceof EnvelopeError)) throw error;
+        this.#canonical = { error };
+      }
+    }
+    return this.#canonical;
+  }
+
+  /** `sha256:<hex>` of the canonical arguments; null when the call had none or they have no canonical form. */
+  argumentsDigest(): string | null {
+    if (this.call.arguments === undefined) return null;
+    const canonical = this.canonicalArguments();
+    return 'text' in canonical ? `sha256:${digestBytes(canonical.text).value}` : null;
+  }
+
+  /** Envelope metadata and the collected warnings, for the compatibility policy's wrappers. */
+  wrapOptions(): WrapOptions {
+    return { meta: { adapter: this.settings.adapter, request_id: this.requestId }, warnings: this.warnings };
+  }
+
+  /** The compiled validator of one of the tool's schemas; one that does not compile is ToolSchemaError. */
+  validatorFor(schema: Record<string, unknown>): Validator {
+    try {
+      return this.settings.registry.validatorForSchema(schema);
+    } catch (error) {
+      if (error instanceof EnvelopeError) throw new ToolSchemaError(error.message);
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,141 @@
+import type { CallToolResult } from '@modelcontextprotocol/server';
+import type { DialectId, Loss } from '../../envelope/dialect.ts';
+import { codecFor } from '../../envelope/dialects/index.ts';
+import { fromEnvelopeV01 } from '../dialects.ts';
+import { LOSSES_META_KEY, valueToToolResult } from '../tool-result.ts';
+import type { CallContext } from './context.ts';
+import type { PipelineRpcError } from './errors.ts';
+import type { Placed } from './provenance.ts';
+import { type CallSummary, summarize } from './report.ts';
+
+/** Model fields the pipeline itself adds; a dialect without a place for them loses nothing of the tool's. */
+const ADAPTER_META_PATHS = new Set(['/tool', '/meta/adapter', '/meta/request_id', '/meta/tier']);
+
+/** The answer as sent, with what the report needs of it. */
+export interface Answer {
+  result: CallToolResult;
+  /** The envelope (or bare payload) sent. */
+  value: unknown;
+  /** The dialect of `value`: the pipeline's, or that of a foreign envelope passed through as it came. */
+  dialect: DialectId;
+  losses: number;
+}
+
+/** A payload as one text block, as a tool would have written it. */
+function textBlock(value: unknown): unknown[] {
+  return [{ type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value) }];
+}
+
+/**
+ * Whether an encoding dropped the payload (an error envelope with no room for data);
+ * a payload carried in another form (the accessibility suite's `result.value`) is not dropped.
+ */
+function dropsData(losses: readonly Loss[]): boolean {
+  return losses.some((loss) => loss.path === '/data' && !loss.reshaped);
+}
+
+/**
+ * Stage 6: the decision in the pipeline's dialect, as a CallToolResult. What the
+ * dialect cannot carry is listed in `_meta`, and whatever it could not carry of
+ * the tool's payload still reaches the client, as content blocks after the envelope.
+ */
+export function encodeAnswer(ctx: CallContext, placed: Placed): Answer {
+  const { decision } = placed;
+  const { dialect } = ctx.settings;
+  const tool = ctx.call.tool.name;
+  // Placed fresh for this call: the losses join the provenance entry.
+  const { meta } = placed;
+  let value: unknown;
+  let text = decision.text;
+  let losses: readonly Loss[] = [];
+  let original = decision.original;
+  let sentDialect: DialectId = dialect;
+  if (decision.convertFrom) {
+    // Another dialect's envelope, converted so that what is sent is what is advertised.
+    const converted = codecFor(dialect).encode(decision.convertFrom, { tool, requestId: ctx.requestId });
+    value = converted.value;
+    text = undefined;
+    losses = converted.losses;
+    if (dropsData(converted.losses)) original ??= textBlock(decision.convertFrom.data);
+  } else if (decision.origin === 'foreign') {
+    value = decision.foreign;
+    sentDialect = (decision.source?.dialect ?? dialect) as DialectId;
+  } else if (decision.origin === 'own' || !decision.envelope) {
+    value = decision.envelope;
+  } else {
+    const { envelope } = decision;
+    const tier = ctx.tier;
+    const converted = fromEnvelopeV01(envelope, dialect, {
+      tool,
+      requestId: ctx.requestId,
+      ...(tier === undefined ? {} : { tier }),
+    });
+    value = converted.value;
+    // The adapter's own metadata is no loss of the tool's; everything else is reported.
+    losses = converted.losses.filter((loss) => !ADAPTER_META_PATHS.has(loss.path));
+    text = undefined;
+    // A legacy error result is its message, as plain MCP servers write it: isError and the text carry the errors.
+    if (dialect === 'legacy' && decision.isError) {
+      text = (envelope.errors ?? []).map((issue) => `${issue.code}: ${issue.message}`).join('\n');
+      value = text;
+      losses = losses.filter((loss) => !/^\/(?:ok|error|errors)(?:\/|$)/.test(loss.path));
+      // The tool's partial output travels after the messages, unless they already say it.
+      const partial = envelope.result;
+      const said = typeof partial === 'string' && text.includes(partial);
+      if (partial !== null && partial !== undefined && !said) original ??= textBlock(partial);
+    } else if (dropsData(converted.losses) && envelope.result !== null) {
+      original ??= textBlock(envelope.result);
+    }
+  }
+  if (losses.length > 0) meta[LOSSES_META_KEY] = losses;
+  const result = valueToToolResult(value, {
+    isError: decision.isError,
+    ...(text === undefined ? {} : { text }),
+    meta,
+  });
+  if (original && original.length > 0) result.content.push(...(original as CallToolResult['content']));
+  return { result, value, dialect: sentDialect, losses: losses.length };
+}
+
+/** Stage 7: the call's one report. */
+export function reportAnswer(ctx: CallContext, placed: Placed, answer: Answer): CallSummary {
+  const { decision } = placed;
+  return summarize({
+    tool: ctx.call.tool.name,
+    dialect: ctx.settings.dialect,
+    failure: decision.failure,
+    action: decision.action,
+    code: decision.errorCode,
+    requestId: ctx.requestId,
+    started: ctx.started,
+    signal: ctx.call.signal,
+    argumentsDigest: ctx.argumentsDigest(),
+    result: answer.result,
+    resultDialect: answer.dialect,
+    resultVersion: codecFor(answer.dialect).versionOf(answer.value) ?? null,
+    source: decision.source,
+    provenance: placed.provenance,
+    losses: answer.losses,
+  });
+}
+
+/** Stage 7 for a call answered with the JSON-RPC error for invalid input (`invalidInput: 'jsonrpc-error'`). */
+export function reportRpcError(ctx: CallContext, error: PipelineRpcError): CallSummary {
+  return summarize({
+    tool: ctx.call.tool.name,
+    dialect: ctx.settings.dialect,
+    failure: 'invalid_input',
+    action: 'rejected',
+    code: error.code,
+    requestId: ctx.requestId,
+    started: ctx.started,
+    signal: ctx.call.signal,
+    argumentsDigest: ctx.argumentsDigest(),
+    result: undefined,
+    resultDialect: null,
+    resultVersion: null,
+    source: undefined,
+    provenance: null,
+    losses: 0,
+  });
+}

@@ -1,0 +1,100 @@
+import type { CallToolResult } from '@modelcontextprotocol/server';
+import type { ResultDialectId } from '../../envelope/dialect.ts';
+import type { Profile, ProfileConfig } from '../../envelope/profiles.ts';
+import type { FeatureGate, TierConfig } from '../../envelope/tiers.ts';
+import type { IdSource } from '../../ids/index.ts';
+import type { SchemaRegistry } from '../../schemas/index.ts';
+import type { ToolResultLike } from '../tool-result.ts';
+import type { CallSummary } from './report.ts';
+
+/** The pipeline's public vocabulary: what a call gives it and how it is configured. */
+
+export type ValidationMode = 'enforce' | 'warn' | 'off';
+
+/** What the pipeline needs to know about a tool (a tools/list entry fits). */
+export interface PipelineTool {
+  name: string;
+  title?: string;
+  /** Version recorded in provenance; defaults to the server's. */
+  version?: string;
+  inputSchema?: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+}
+
+export type ToolArguments = Record<string, unknown> | undefined;
+
+export interface ToolCall {
+  tool: PipelineTool;
+  arguments?: ToolArguments;
+  /** The request's `params._meta` (provenance controls live here). */
+  meta?: unknown;
+  /** Runs the tool. A rejection is a failed execution (exception, crash, timeout). */
+  invoke: (args: ToolArguments, signal?: AbortSignal) => Promise<ToolResultLike>;
+  /** The caller's signal: aborted when the caller withdrew the call (reported as `cancelled`). */
+  signal?: AbortSignal;
+  /**
+   * Results that are not the call's answer yet (an SDK input-required result,
+   * say) and go back unchanged: no envelope, no validation, no record, no report.
+   */
+  isInterim?: (result: ToolResultLike) => boolean;
+  /** Rejections that are protocol signals rather than failures (the SDK's URL elicitation), rethrown as they are. */
+  isProtocolSignal?: (error: unknown) => boolean;
+  /** This caller's tier (an authenticated gateway client), in place of the pipeline's `tier`. */
+  tier?: string;
+  /** Receives this call's summary, after the pipeline's `onCall` (the gateway's log line and ledger entry). */
+  report?: (summary: CallSummary) => void;
+}
+
+export interface PipelineOptions {
+  /** Dialect of every result; default `prov-v0.1`. */
+  dialect?: ResultDialectId;
+  /** Arguments against the tool's inputSchema; default `enforce`. */
+  inputValidation?: ValidationMode;
+  /** Structured output against the tool's outputSchema; default `enforce`. */
+  outputValidation?: ValidationMode;
+  /**
+   * How rejected arguments are answered: `result` (default) an error envelope with
+   * INVALID_INPUT, like every other failure; `jsonrpc-error` a JSON-RPC error -32602
+   * (thrown as a PipelineRpcError).
+   */
+  invalidInput?: 'result' | 'jsonrpc-error';
+  /** Run and request ids; pass `createIdSource(seed)` for deterministic ids. Default random. */
+  ids?: IdSource;
+  /** Identity recorded in provenance; withEnvelope fills it from the wrapped server. */
+  server?: { name: string; version: string };
+  /** Adapter name in envelopes and records; default `mcp-envelope`. */
+  adapter?: string;
+  /** The caller's tier: checked by `gate`, and recorded by the dialects that carry one. */
+  tier?: string;
+  /**
+   * Tier feature gate: a call whose features the tier lacks is answered with
+   * UPGRADE_REQUIRED and upgrade hints, without running the tool.
+   */
+  gate?: FeatureGate | TierConfig;
+  /** The features a call uses; default: the tool's name. */
+  featuresOf?: (tool: PipelineTool, args: ToolArguments) => readonly string[];
+  /** Response profile for wrapped payloads (tools' own envelopes are never trimmed); default `debug`. */
+  profile?: Profile;
+  profileConfig?: ProfileConfig;
+  registry?: SchemaRegistry;
+  /**
+   * Most array elements and object members the arguments may hold in all; a
+   * larger payload is INVALID_INPUT before any schema work. Default: no limit.
+   */
+  maxArgumentElements?: number;
+  /** A tool that has not answered after this long has failed (ADAPTER.EXECUTION.FAILED); its signal is aborted. */
+  timeoutMs?: number;
+  /**
+   * Receives one summary per answered call, with its provenance record when one was
+   * built. Calls answered with a JSON-RPC error (`invalidInput: 'jsonrpc-error'`) are
+   * reported too; interim results and protocol signals are not calls' answers.
+   */
+  onCall?: (summary: CallSummary) => void;
+}
+
+export interface Pipeline {
+  readonly dialect: ResultDialectId;
+  /** The envelope schema to advertise as every tool's outputSchema (none for `legacy`). */
+  readonly outputSchema: Record<string, unknown> | undefined;
+  callTool(call: ToolCall): Promise<CallToolResult>;
+}

@@ -1,0 +1,88 @@
+import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../../canonical/json-value.ts';
+import { a11yRequestInput } from '../../envelope/dialects/a11y-v01.ts';
+import { upgradeRequiredError } from '../../envelope/tiers.ts';
+import { encodePointer } from '../../pointer/json-pointer.ts';
+import { envelopeV01For } from '../dialects.ts';
+import type { CallContext } from './context.ts';
+import { type Decision, invalidInput, onEnvelope } from './decision.ts';
+import { invalidInputEntry, issueSummary } from './entries.ts';
+
+/**
+ * Stage 1, before the tool runs: the tier gate, then the arguments (size,
+ * depth, canonical form when the record digests them, the tool's inputSchema).
+ * Returns the answer when the call stops here.
+ */
+export function checkInput(ctx: CallContext): Decision | undefined {
+  return denied(ctx) ?? refusedArguments(ctx);
+}
+
+/** A call whose features the caller's tier lacks: UPGRADE_REQUIRED with upgrade hints. */
+function denied(ctx: CallContext): Decision | undefined {
+  const { gate, options } = ctx.settings;
+  if (!gate) return undefined;
+  const { tool } = ctx.call;
+  const features = options.featuresOf?.(tool, ctx.call.arguments) ?? [tool.name];
+  const hints = gate.hintsFor(ctx.call.tier ?? ctx.settings.tier, features);
+  const [first] = hints;
+  if (!first) return undefined;
+  const envelope = envelopeV01For({
+    ok: false,
+    data: null,
+    error: upgradeRequiredError(first),
+    meta: { adapter: ctx.settings.adapter, request_id: ctx.requestId, upgrade_hints: hints },
+  });
+  return onEnvelope(envelope, 'denied', 'rejected');
+}
+
+/** Counts array elements and object members, stopping as soon as the count passes `max`. */
+function elementCount(value: unknown, max: number): number {
+  let count = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node !== 'object') continue;
+    const children = Array.isArray(node) ? node : Object.values(node);
+    for (const child of children) {
+      if (++count > max) return count;
+      if (child !== null && typeof child === 'object') stack.push(child);
+    }
+  }
+  return count;
+}
+
+function refusedArguments(ctx: CallContext): Decision | undefined {
+  const args = ctx.call.arguments;
+  const { tool } = ctx.call;
+  const { inputMode, options } = ctx.settings;
+  const maxElements = options.maxArgumentElements;
+  if (maxElements !== undefined && elementCount(args, maxElements) > maxElements) {
+    return invalidInput(ctx, `arguments hold more than ${maxElements} elements`, '');
+  }
+  // Deeper than the canonical form allows, the arguments could be neither digested nor
+  // forwarded (serializing them overflows the stack): refused before the tool runs.
+  const tooDeep = pathBeyondDepth(args);
+  if (tooDeep) {
+    return invalidInput(
+      ctx,
+      `arguments are nested deeper than ${MAX_NESTING_DEPTH} levels`,
+      encodePointer(tooDeep),
+    );
+  }
+  if (ctx.recordsDigests) {
+    // The record will digest the arguments: one with no canonical form is refused now, not after the tool ran.
+    const canonical = ctx.canonicalArguments();
+    if ('error' in canonical) {
+      const { pointer } = canonical.error.details ?? {};
+      return invalidInput(ctx, canonical.error.message, typeof pointer === 'string' ? pointer : '');
+    }
+  }
+  if (inputMode === 'off' || !tool.inputSchema) return undefined;
+  // The accessibility suite's request form carries the tool's input under `input`.
+  const requestInput = a11yRequestInput(args);
+  const checked = ctx.validatorFor(tool.inputSchema)(requestInput ?? args ?? {});
+  if (checked.valid) return undefined;
+  const { pointer, text } = issueSummary(checked.issues, requestInput === undefined ? '' : '/input');
+  if (inputMode === 'enforce') return invalidInput(ctx, text, pointer);
+  ctx.warnings.push(invalidInputEntry(text, pointer, 'warning'));
+  return undefined;
+}
