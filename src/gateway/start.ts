@@ -4,7 +4,7 @@ import { Ledger } from '../ledger/index.ts';
 import { PACKAGE_VERSION } from '../version.ts';
 import { Enforcement } from './enforcement/enforcement.ts';
 import { type HttpGateway, startHttpGateway } from './http/server.ts';
-import { CallLog } from './operations/call-log.ts';
+import { CallLog, instanceName } from './operations/call-log.ts';
 import { callTimeoutMs, type GatewayConfig, type UpstreamConfig } from './operations/config.ts';
 import { UpstreamStatusBoard } from './operations/upstream-status.ts';
 import type { GatewayOptions } from './relay/client-session.ts';
@@ -98,6 +98,8 @@ export async function startGateway(
     ? new CallLog({
         dir: config.logs.dir,
         server: options.name ?? 'gateway',
+        // Files and latest link are this instance's, so gateways sharing the folder keep apart.
+        instance: config.logs.instance ?? instanceName(),
         includeArguments: config.logs.includeArguments,
       })
     : undefined;
@@ -114,6 +116,7 @@ export async function startGateway(
   const gatewayOptions = (transport: 'stdio' | 'http', route: string | null): GatewayOptions => ({
     upstreams: config.upstreams.map((upstream) => ({
       ...upstreamSpec(upstream),
+      sharing: upstream.sharing,
       options: upstreamOptions(upstream),
     })),
     toolCallHandler: enforcement.handler(transport, route),

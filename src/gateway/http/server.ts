@@ -9,14 +9,22 @@ import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport, toWebRequest } from '@modelcontextprotocol/node';
 import type { AuthInfo, Transport } from '@modelcontextprotocol/server';
 import { isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
-import { decodeUtf8 } from '../../canonical/index.ts';
-import { describeErrorCode, EnvelopeError, toJsonRpcError } from '../../errors/index.ts';
-import { nestingRefusal } from '../jsonrpc/inbound-depth.ts';
-import { type ClientSession, type GatewayOptions, openClientSession } from '../relay/client-session.ts';
-import { errorResponse, requestIdOf } from '../relay/downstream.ts';
+import { describeErrorCode, EnvelopeError } from '../../errors/index.ts';
+import { CONFIG_DEFAULTS } from '../defaults.ts';
+import { readInbound } from '../jsonrpc/inbound.ts';
+import { errorResponse } from '../jsonrpc/messages.ts';
+import {
+  arrange,
+  type ClientSession,
+  type GatewayOptions,
+  openClientSession,
+  startOwnUpstreams,
+} from '../relay/client-session.ts';
+import { isShared, UpstreamPool } from '../relay/upstream-pool.ts';
 import { BoundedEventStore } from '../transports/2025-11-25/event-store.ts';
 import { SessionTransport } from '../transports/2025-11-25/session-transport.ts';
 import { StatelessHttp } from '../transports/2026-07-28/stateless-http.ts';
+import type { Upstream } from '../upstreams/upstream.ts';
 import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
 import { DEFAULT_HTTP_PATH } from './endpoint.ts';
 import { renderInfoPage } from './info-page.ts';
@@ -38,19 +46,19 @@ export interface HttpGatewayOptions extends OriginPolicy {
   authRequired?: boolean;
   /** The MCP endpoint's path (default `/mcp`). */
   path?: string;
-  /** Most concurrent 2025-era sessions (each owns its upstream connections). */
+  /** Most concurrent 2025-era sessions. */
   maxSessions?: number;
   /**
    * Most concurrent 2025-era sessions one principal may hold (a bearer token;
    * an anonymous caller is its remote address), so one client cannot take them all.
    */
   maxSessionsPerPrincipal?: number;
-  /** Sessions idle this long are closed. */
+  /** Sessions idle this long are closed; a principal's shared upstreams close this long after its last session. */
   sessionIdleMs?: number;
   /**
    * A session whose client closed its GET stream and sent nothing since is
    * abandoned after this long (clients rarely send DELETE): it is closed, and its
-   * upstream processes end. Default 30 s.
+   * per-session upstream processes end. Default 30 s.
    */
   abandonedSessionMs?: number;
   /** Told of every 2025-era session that closes, and why. */
@@ -59,7 +67,12 @@ export interface HttpGatewayOptions extends OriginPolicy {
   resumable?: boolean;
   /** The SSE `retry` hint sent to resumable clients, in milliseconds. */
   retryIntervalMs?: number;
-  /** Keep one upstream session started ahead of the next client (default true). */
+  /**
+   * Start upstreams at startup, ahead of need (default true): the first
+   * principal's shared upstreams, and one session's worth of `per-session`
+   * upstreams. Whichever way, each session that takes per-session upstreams
+   * starts the next session's.
+   */
   warmSpare?: boolean;
   mode?: string;
   title?: string;
@@ -69,7 +82,7 @@ export interface HttpGatewayOptions extends OriginPolicy {
 export interface HttpGateway {
   url: string;
   server: HttpServer;
-  /** Settles once the first session's upstreams have started or failed (at once without a warm spare). */
+  /** Settles once the upstreams started ahead have started or failed (at once without a warm spare). */
   ready: Promise<void>;
   sessionCount(): number;
   close(): Promise<void>;
@@ -87,6 +100,8 @@ interface SessionEntry {
   active: number;
   /** When the client's GET stream went away, while it has not opened another. */
   streamClosedAt?: number;
+  /** Whether the client listens on its GET stream, where requests outside its own go. */
+  listening: boolean;
   /** Closes it, saying why. */
   end(reason: SessionCloseReason): Promise<void>;
 }
@@ -97,6 +112,11 @@ export type SessionCloseReason = 'ended' | 'idle' | 'abandoned' | 'evicted' | 's
 /** Whose a request is: its bearer token, else (anonymous) the address it came from. */
 function ownerOf(req: IncomingMessage, principal?: Principal): string {
   return principal ? `token:${principal.tokenId}` : `anonymous:${req.socket.remoteAddress ?? 'unknown'}`;
+}
+
+/** Whose upstream connections a request uses: its bearer token's; anonymous callers share one set. */
+function poolKeyOf(principal?: Principal): string {
+  return principal?.tokenId ?? '';
 }
 
 interface SessionTransportChoice {
@@ -113,16 +133,9 @@ function sendError(res: ServerResponse, error: EnvelopeError, headers: Record<st
   sendJson(res, describeErrorCode(error.code).httpStatus, { error: error.toJSON() }, headers);
 }
 
-/** A JSON-RPC error for a body the SDK never saw (unparseable, or a session that is gone). */
-function sendRpcError(
-  res: ServerResponse,
-  status: number,
-  code: number,
-  canonical: string,
-  message: string,
-): void {
-  const rpc = toJsonRpcError(canonical, message);
-  sendJson(res, status, { jsonrpc: '2.0', id: null, error: { code, message, data: rpc.data } });
+/** A JSON-RPC error for a request the SDK never saw (a session that is gone, or could not open). */
+function sendRpcError(res: ServerResponse, status: number, error: EnvelopeError, jsonRpcCode?: number): void {
+  sendJson(res, status, errorResponse(null, error, jsonRpcCode));
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -177,55 +190,67 @@ function upstreamTarget(options: GatewayOptions): { name: string; target: string
 
 /**
  * Serves the relay over Streamable HTTP on node:http. 2025-era clients get a
- * stateful session (its own upstream connections, so server-to-client requests
+ * stateful session (its own relay and transport, so server-to-client requests
  * work and streams resume with Last-Event-ID); 2026-07-28 requests are served
- * statelessly over one upstream session per principal. In front of both: Host and
- * Origin checks, a body size limit, optional bearer tokens.
+ * statelessly. Both use their principal's upstream connections, shared through
+ * the pool (pool.ts), except for upstreams configured `per-session`, which each
+ * 2025-era session starts for itself. In front of both: Host and Origin checks,
+ * a body size limit, optional bearer tokens.
  */
 export async function startHttpGateway(options: HttpGatewayOptions): Promise<HttpGateway> {
-  const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
-  const maxSessions = options.maxSessions ?? 64;
+  const maxBody = options.maxBodyBytes ?? CONFIG_DEFAULTS.listen.http.bodyLimitBytes;
+  const maxSessions = options.maxSessions ?? CONFIG_DEFAULTS.listen.http.maxSessions;
   const maxPerPrincipal = options.maxSessionsPerPrincipal ?? Math.max(1, Math.floor(maxSessions / 4));
   // Sessions being opened (awaiting their upstreams) count against the limits too.
   const opening = new Map<string, number>();
   const held = (owner: string): number =>
     (opening.get(owner) ?? 0) + [...sessions.values()].filter((entry) => entry.owner === owner).length;
-  const idleMs = options.sessionIdleMs ?? 30 * 60_000;
+  const idleMs = options.sessionIdleMs ?? CONFIG_DEFAULTS.listen.http.sessionIdleMs;
   const auth = new BearerAuth(options.tokens ?? []);
   const authRequired = options.authRequired ?? auth.enabled;
   const mcpPath = options.path ?? DEFAULT_HTTP_PATH;
   const sessions = new Map<string, SessionEntry>();
   const report = options.onError ?? (() => {});
-  let shared: Promise<ClientSession> | undefined;
   let closing = false;
-  // One session kept connected ahead of need, so an initialize does not wait for an upstream to start.
-  let spare: Promise<ClientSession | undefined> | undefined;
+  // Shared upstreams: one set per principal, for its sessions and its stateless requests alike.
+  const pool = new UpstreamPool(options.gateway, { idleMs });
+  // Upstreams that each session starts for itself (sharing: 'per-session'), if any.
+  const perSession = options.gateway.upstreams.some((upstream) => !isShared(upstream));
+  // One session's per-session upstreams kept started ahead of need, so an initialize does not
+  // wait for them to boot. Shared upstreams need no spare: a new session starts no process.
+  let spare: Promise<Upstream[]> | undefined;
   const warmSpare = () => {
-    spare = closing ? undefined : openClientSession(options.gateway).catch(() => undefined);
+    spare = closing || !perSession ? undefined : startOwnUpstreams(options.gateway);
   };
-  const takeSession = async (): Promise<ClientSession> => {
+  const takeSession = async (principal: string): Promise<ClientSession> => {
     // Claim the spare before awaiting it: two initializes arriving together must not get the same one.
     const claimed = spare;
     warmSpare();
-    return (await claimed) ?? openClientSession(options.gateway);
+    let own = await claimed;
+    // A spare none of whose upstreams started is no better than starting afresh.
+    if (own?.every((upstream) => !upstream.available)) {
+      await Promise.all(own.map((upstream) => upstream.close()));
+      own = undefined;
+    }
+    return openClientSession(options.gateway, { pool, principal, ...(own ? { own } : {}) });
   };
 
-  // One upstream connection set for the info page.
-  const sharedSession = (): Promise<ClientSession> => {
-    shared ??= openClientSession(options.gateway).catch((error) => {
-      shared = undefined;
-      throw error;
-    });
-    return shared;
-  };
+  // Per-session upstreams kept for the info page when there is no spare to ask.
+  let pageOwn: Promise<Upstream[]> | undefined;
 
-  const stateless = new StatelessHttp({ gateway: options.gateway, maxBodyBytes: maxBody, onError: report });
+  const stateless = new StatelessHttp({
+    gateway: options.gateway,
+    pool,
+    maxBodyBytes: maxBody,
+    onError: report,
+  });
 
   async function newSession(
     req: IncomingMessage,
     res: ServerResponse,
     body: unknown,
     owner: string,
+    principal: string,
     authInfo?: AuthInfo,
   ) {
     // Counted and reserved before any await, so initializes arriving together cannot all pass the cap.
@@ -254,11 +279,11 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     opening.set(owner, (opening.get(owner) ?? 0) + 1);
     let session: ClientSession;
     try {
-      session = await takeSession();
+      session = await takeSession(principal);
     } catch (error) {
       const failure =
         error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
-      sendRpcError(res, 502, describeErrorCode(failure.code).jsonRpcCode, failure.code, failure.message);
+      sendRpcError(res, 502, failure);
       return;
     } finally {
       const count = (opening.get(owner) ?? 1) - 1;
@@ -293,6 +318,8 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       owner,
       active: 0,
       lastSeen: Date.now(),
+      // The SDK's resumable transport keeps what it cannot deliver for the client's return.
+      listening: !(transport instanceof SessionTransport),
       serve: async (req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo) => {
         entry.active++;
         try {
@@ -312,10 +339,13 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     };
     if (transport instanceof SessionTransport) {
       transport.onstreamchange = (open) => {
+        entry.listening = open;
         if (open) delete (entry as SessionEntry).streamClosedAt;
         else (entry as SessionEntry).streamClosedAt = Date.now();
       };
     }
+    // A shared upstream's request outside any call goes to a session that can receive it.
+    session.relay.downstream.setReachable(() => entry.listening);
     return entry;
   }
 
@@ -352,7 +382,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     const method = req.method ?? 'GET';
 
     if (method === 'GET' && !sessionId && accepts(req, 'text/html') && !accepts(req, 'text/event-stream')) {
-      await sendInfoPage(res);
+      await sendInfoPage(res, poolKeyOf(principal));
       return;
     }
     if (method === 'GET' && !accepts(req, 'text/event-stream')) {
@@ -377,33 +407,21 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
 
     let body: unknown;
     if (method === 'POST') {
-      const raw = await readBody(req, maxBody);
-      let text: string;
-      try {
-        // Strict: a malformed byte is refused, not turned into U+FFFD behind the client's back.
-        text = decodeUtf8(raw);
-      } catch {
-        sendRpcError(res, 400, -32700, 'INPUT_INVALID_UTF8', 'Parse error: the body is not valid UTF-8');
+      const inbound = readInbound(await readBody(req, maxBody), 'body');
+      if (inbound.kind !== 'message') {
+        if (inbound.kind === 'refused') {
+          sendJson(res, 400, errorResponse(inbound.id, inbound.error, inbound.jsonRpcCode));
+        }
         return;
       }
-      try {
-        body = JSON.parse(text);
-      } catch {
-        sendRpcError(res, 400, -32700, 'JSON_MALFORMED', 'Parse error: the body is not valid JSON');
-        return;
-      }
-      const tooDeep = nestingRefusal(body);
-      if (tooDeep) {
-        sendJson(res, 400, errorResponse(requestIdOf(body) ?? null, tooDeep));
-        return;
-      }
+      body = inbound.value;
     }
 
     if (typeof sessionId === 'string') {
       const entry = sessions.get(sessionId);
       // Another principal's session is as unknown as one that never existed.
       if (!entry || entry.owner !== ownerOf(req, principal)) {
-        sendRpcError(res, 404, -32001, 'NOT_FOUND', 'Session not found');
+        sendRpcError(res, 404, new EnvelopeError('NOT_FOUND', 'Session not found'), -32001);
         return;
       }
       entry.lastSeen = Date.now();
@@ -413,7 +431,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     if (method === 'POST') {
       const messages = Array.isArray(body) ? body : [body];
       if (messages.some((message) => message?.method === 'initialize' && isInitializeRequest(message))) {
-        await newSession(req, res, body, ownerOf(req, principal), authInfo);
+        await newSession(req, res, body, ownerOf(req, principal), poolKeyOf(principal), authInfo);
         return;
       }
       if (claimsModernEra(req) || !(await isLegacyRequest(await toWebRequest(req, body), body))) {
@@ -421,25 +439,40 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         return;
       }
     }
-    sendRpcError(res, 400, -32000, 'INVALID_INPUT', 'Bad Request: Mcp-Session-Id header is required');
+    sendRpcError(
+      res,
+      400,
+      new EnvelopeError('INVALID_INPUT', 'Bad Request: Mcp-Session-Id header is required'),
+      -32000,
+    );
   }
 
-  async function sendInfoPage(res: ServerResponse): Promise<void> {
+  async function sendInfoPage(res: ServerResponse, principal: string): Promise<void> {
     let tools: { name: string; description?: string }[] = [];
+    const lease = await pool.acquire(principal).catch(() => undefined);
     try {
-      // The spare's upstreams answer tools/list without starting processes just for a page.
-      const session = (await spare) ?? (await sharedSession());
-      for (const upstream of session.upstreams) {
+      // The caller's shared upstreams, and the spare's per-session ones, answer tools/list
+      // without starting processes just for a page.
+      let own: Upstream[] = [];
+      if (perSession) {
+        const spared = await spare;
+        if (!spared) pageOwn ??= startOwnUpstreams(options.gateway);
+        own = spared ?? (await (pageOwn as Promise<Upstream[]>));
+      }
+      const upstreams = arrange(options.gateway, lease?.set.upstreams ?? [], own);
+      for (const upstream of upstreams) {
         if (!upstream.available || !upstream.capabilities.tools) continue;
         const listed = await upstream.request('tools/list', undefined, { timeoutMs: 5000 });
         const names = (listed.tools as { name: string; description?: string }[] | undefined) ?? [];
-        const prefix = session.upstreams.length > 1 ? `${upstream.name}__` : '';
+        const prefix = upstreams.length > 1 ? `${upstream.name}__` : '';
         tools = tools.concat(
           names.map((tool) => ({ name: prefix + tool.name, description: tool.description })),
         );
       }
     } catch {
       // The page still explains the endpoint when the upstream is down.
+    } finally {
+      lease?.release();
     }
     const address = server.address() as AddressInfo;
     const html = renderInfoPage({
@@ -515,8 +548,11 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       sendError(res, new EnvelopeError('INTERNAL_ERROR', 'The gateway failed to handle the request'));
     });
   });
+  // Node's 5 s keep-alive lets the server close an idle connection just as a busy client
+  // sends on it ("other side closed"); clients end their own idle connections well before this.
+  server.keepAliveTimeout = 65_000;
 
-  const abandonedMs = options.abandonedSessionMs ?? 30_000;
+  const abandonedMs = options.abandonedSessionMs ?? CONFIG_DEFAULTS.listen.http.abandonedSessionMs;
   const sweeper = setInterval(
     () => {
       const now = Date.now();
@@ -541,14 +577,19 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       resolve();
     });
   });
-  if (options.warmSpare !== false) warmSpare();
+  let ready: Promise<void> = Promise.resolve();
+  if (options.warmSpare !== false) {
+    warmSpare();
+    const started = spare;
+    ready = Promise.all([pool.prewarm(), started]).then(() => {});
+  }
   const address = server.address() as AddressInfo;
   const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
   return {
     url: `http://${hostForUrl}:${address.port}${mcpPath}`,
     server,
-    ready: spare ? spare.then(() => {}) : Promise.resolve(),
+    ready,
     sessionCount: () => sessions.size,
     async close() {
       closing = true;
@@ -556,8 +597,9 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       await Promise.all([...sessions.values()].map((entry) => entry.end('shutdown').catch(() => {})));
       await Promise.all([...sessions.values()].map((entry) => entry.session.close()));
       await stateless.close().catch(() => {});
-      await (await spare)?.close();
-      if (shared) await (await shared.catch(() => undefined))?.close();
+      const left = [...((await spare) ?? []), ...((await pageOwn) ?? [])];
+      await Promise.all(left.map((upstream) => upstream.close()));
+      await pool.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

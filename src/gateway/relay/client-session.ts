@@ -1,7 +1,17 @@
 import type { UpstreamStatusBoard } from '../operations/upstream-status.ts';
-import { advertisedCapabilities, announceRecovery, rememberCapabilities } from '../upstreams/availability.ts';
-import { type ConfiguredUpstream, Upstream, type UpstreamOptions } from '../upstreams/upstream.ts';
+import type { ConfiguredUpstream, Upstream, UpstreamOptions } from '../upstreams/upstream.ts';
+import { advertisedCapabilities, announceRecovery } from './availability.ts';
 import { Relay, type RelayOptions } from './relay.ts';
+import {
+  instantiate,
+  isShared,
+  noneStarted,
+  type PoolLease,
+  reportDown,
+  startUpstreams,
+  type UpstreamPool,
+  watchUpstream,
+} from './upstream-pool.ts';
 
 export interface GatewayOptions extends RelayOptions {
   upstreams: readonly ConfiguredUpstream[];
@@ -12,95 +22,118 @@ export interface GatewayOptions extends RelayOptions {
   status?: UpstreamStatusBoard;
 }
 
-/** One downstream session: its own upstream connections and the relay between them. */
+/** One downstream session: its upstreams (its own, or its principal's shared ones) and the relay between them. */
 export interface ClientSession {
   relay: Relay;
   upstreams: readonly Upstream[];
   close(): Promise<void>;
 }
 
+/** Where an HTTP session's upstreams come from. */
+export interface SessionPlacement {
+  /** Shared upstreams, per principal. */
+  pool: UpstreamPool;
+  /** Whose session it is: the bearer token's id, '' for anonymous callers. */
+  principal: string;
+  /** The session's per-session upstreams, started ahead of need (the warm spare). */
+  own?: readonly Upstream[];
+}
+
 /**
  * Connects every configured upstream. It succeeds as long as one started: the
  * others retry in the background and are served once they are back
- * (availability.ts); each one down is reported. When none started, it fails.
+ * (availability.ts). When none started, it fails.
  */
 export async function connectUpstreams(options: GatewayOptions): Promise<Upstream[]> {
-  const upstreams = options.upstreams.map(
-    ({ options: own, ...spec }) => new Upstream(spec, { ...options.upstream, ...own }),
-  );
-  const started = await Promise.allSettled(upstreams.map((upstream) => upstream.connect()));
-  for (const upstream of upstreams) options.status?.observe(upstream);
-  const failures = started.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason] : []));
-  if (failures.length === upstreams.length) {
+  const upstreams = instantiate(options, options.upstreams);
+  await startUpstreams(options, upstreams);
+  if (upstreams.every((upstream) => !upstream.available)) {
+    const failure = noneStarted(upstreams);
     await Promise.all(upstreams.map((upstream) => upstream.close()));
-    throw failures[0];
+    throw failure;
   }
-  for (const upstream of upstreams) rememberCapabilities(options, upstream);
   return upstreams;
 }
 
-/**
- * Reports each upstream that is down, and calls `announce` with each one that
- * comes back (after remembering what it now offers).
- */
-export function watchRecoveries(
+/** Starts the upstreams configured `per-session` (none started is not an error here). */
+export async function startOwnUpstreams(options: GatewayOptions): Promise<Upstream[]> {
+  const upstreams = instantiate(
+    options,
+    options.upstreams.filter((upstream) => !isShared(upstream)),
+  );
+  await startUpstreams(options, upstreams);
+  return upstreams;
+}
+
+/** A client's upstreams in configuration order: its principal's shared ones and its own. */
+export function arrange(
   options: GatewayOptions,
-  upstreams: readonly Upstream[],
-  announce: (upstream: Upstream) => void,
-): void {
-  for (const upstream of upstreams) {
-    let reported = false;
-    if (!upstream.available) {
-      reported = true;
-      options.report?.(`${describeDown(upstream)}; serving without it and retrying in the background`);
-    }
-    upstream.onGaveUp((restarts) => {
-      options.status?.observe(upstream, true);
-      options.report?.(
-        `upstream ${upstream.name} gave up after ${restarts} restart attempts; ` +
-          'calls to it fail until the gateway is restarted',
-      );
-    });
-    upstream.onRecovered(() => {
-      options.status?.observe(upstream);
-      if (reported) options.report?.(`upstream ${upstream.name} is back`);
-      reported = false;
-      rememberCapabilities(options, upstream);
-      announce(upstream);
-    });
-  }
+  shared: readonly Upstream[],
+  own: readonly Upstream[],
+): Upstream[] {
+  const byName = new Map([...shared, ...own].map((upstream) => [upstream.name, upstream]));
+  return options.upstreams.flatMap(({ name }) => byName.get(name) ?? []);
 }
 
 /**
- * Connects the upstreams, then builds the relay whose capabilities mirror theirs.
- * Each session owns its upstreams, so server-to-client requests, subscriptions
- * and log levels never cross between downstream clients.
+ * Opens a session: without a placement (stdio, tests) it starts its own
+ * connection to every upstream; over HTTP it takes its principal's shared
+ * upstreams from the pool and starts only the `per-session` ones. It opens as
+ * long as one upstream is up. The relay's capabilities mirror the upstreams'.
  */
-export async function openClientSession(options: GatewayOptions): Promise<ClientSession> {
-  const upstreams = await connectUpstreams(options);
+export async function openClientSession(
+  options: GatewayOptions,
+  placement?: SessionPlacement,
+): Promise<ClientSession> {
+  if (!placement) {
+    const upstreams = await connectUpstreams(options);
+    return build(options, upstreams, upstreams);
+  }
+  const lease = await placement.pool.acquire(placement.principal);
+  let own: readonly Upstream[] = [];
+  try {
+    own = placement.own ?? (await startOwnUpstreams(options));
+    const upstreams = arrange(options, lease.set.upstreams, own);
+    if (upstreams.every((upstream) => !upstream.available)) throw noneStarted(upstreams);
+    return build(options, upstreams, own, lease);
+  } catch (error) {
+    await Promise.all(own.map((upstream) => upstream.close()));
+    lease.release();
+    throw error;
+  }
+}
+
+function build(
+  options: GatewayOptions,
+  upstreams: readonly Upstream[],
+  own: readonly Upstream[],
+  lease?: PoolLease,
+): ClientSession {
   const capabilities = advertisedCapabilities(options, upstreams);
-  const relay = new Relay(upstreams, { ...options, capabilities });
-  watchRecoveries(options, upstreams, (upstream) => {
-    void announceRecovery(relay.server, capabilities, upstream);
-  });
+  const relay = new Relay(upstreams, { ...options, capabilities, shared: lease?.set.shared });
+  reportDown(options, upstreams);
+  const stops = [
+    ...own.map((upstream) => watchUpstream(options, upstream)),
+    // An upstream back from being down: the client is told its lists changed.
+    ...upstreams.map((upstream) =>
+      upstream.onRecovered(() => {
+        void announceRecovery(relay.server, capabilities, upstream);
+      }),
+    ),
+  ];
   let closed: Promise<void> | undefined;
   return {
     relay,
     upstreams,
     close() {
       closed ??= (async () => {
+        // The relay first: its subscriptions and log level leave the shared upstreams with it.
         await relay.close();
-        await Promise.all(upstreams.map((upstream) => upstream.close()));
+        for (const stop of stops) stop();
+        await Promise.all(own.map((upstream) => upstream.close()));
+        lease?.release();
       })();
       return closed;
     },
   };
-}
-
-/** Why an upstream is down, on one line: the failure and the last line its process wrote on stderr. */
-function describeDown(upstream: Upstream): string {
-  const failure = upstream.failure;
-  const stderr = typeof failure?.details?.stderr === 'string' ? failure.details.stderr : '';
-  const last = stderr.trim().split('\n').at(-1)?.trim();
-  return `${failure?.message ?? `upstream ${upstream.name} is down`}${last ? ` (stderr: ${last})` : ''}`;
 }

@@ -1,25 +1,27 @@
 import type {
-  JSONRPCMessage,
+  ClientCapabilities,
   JSONRPCRequest,
   LoggingLevel,
   Notification,
-  RequestId,
   Result,
   Server,
   ServerContext,
   ServerNotifier,
 } from '@modelcontextprotocol/server';
-import { ProtocolError } from '@modelcontextprotocol/server';
 import { canonicalize } from '../../canonical/index.ts';
-import { EnvelopeError, toJsonRpcError } from '../../errors/index.ts';
-import type { Upstream } from '../upstreams/upstream.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+import { ANY_RESULT, toProtocolError } from '../jsonrpc/messages.ts';
+import type { Upstream, UpstreamRequestOptions } from '../upstreams/upstream.ts';
 import { InputRounds, type Progress, ROUND_METHODS } from './input-required.ts';
+import type { SharedUpstreams } from './shared-upstreams.ts';
 
 /**
  * The downstream side of one upstream session: which downstream requests are
  * in flight, and where each message the upstream sends on its own goes. In the
  * 2025 era a server-to-client request is pushed on the newest request's
  * stream; in the 2026-07-28 era it joins the newest call's input round.
+ * Upstreams shared with other clients of the same principal reach it through
+ * `SharedUpstreams`, which picks the client a message is for.
  */
 
 /** Change notifications: 2026-07-28 clients get them on `subscriptions/listen` streams only. */
@@ -30,15 +32,6 @@ export const CHANGE_NOTIFICATIONS: ReadonlySet<string> = new Set([
   'notifications/resources/updated',
 ]);
 
-/** A result schema that accepts whatever the client sent: the gateway forwards, it does not reshape. */
-export const ANY_RESULT = {
-  '~standard': {
-    version: 1 as const,
-    vendor: 'mcp-envelope',
-    validate: (value: unknown) => ({ value: value as Result }),
-  },
-};
-
 /** Where messages go that no downstream request in flight can carry. */
 export interface DownstreamSink {
   notify(notification: Notification): Promise<void>;
@@ -47,31 +40,16 @@ export interface DownstreamSink {
     message: { method: string; params?: Record<string, unknown> },
     signal: AbortSignal,
   ): Promise<Result>;
+  /** Whether `request` can carry this method now (the era allows it, the client declared it). */
+  accepts?(method: string): boolean;
 }
 
-/** An EnvelopeError becomes a JSON-RPC error carrying `data.canonical_code`; anything else passes as is. */
-export function toProtocolError(error: unknown): unknown {
-  if (error instanceof EnvelopeError) {
-    const rpc = toJsonRpcError(error.code, error.message, error.details);
-    return new ProtocolError(rpc.code, rpc.message, rpc.data);
-  }
-  return error;
-}
-
-/** The id of a JSON-RPC request, when the message has a usable one. */
-export function requestIdOf(message: unknown): RequestId | undefined {
-  const id = (message as { id?: unknown } | null)?.id;
-  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
-}
-
-/** A JSON-RPC error response for a request the gateway answers itself. */
-export function errorResponse(id: RequestId | null, error: EnvelopeError): JSONRPCMessage {
-  const rpc = toJsonRpcError(error.code, error.message, error.details);
-  return {
-    jsonrpc: '2.0',
-    id,
-    error: { code: rpc.code, message: rpc.message, data: rpc.data },
-  } as JSONRPCMessage;
+/** Whether the client declared the capability a server-to-client request needs. */
+function declares(capabilities: ClientCapabilities | undefined, method: string): boolean {
+  if (method === 'sampling/createMessage') return capabilities?.sampling !== undefined;
+  if (method === 'elicitation/create') return capabilities?.elicitation !== undefined;
+  if (method === 'roots/list') return capabilities?.roots !== undefined;
+  return true;
 }
 
 /** The 2026-07-28 era: requests stand alone, without an HTTP session. */
@@ -93,6 +71,10 @@ export function connectionSink(server: Server): DownstreamSink {
       isStatelessEra(server)
         ? Promise.reject(noCallFor(message.method))
         : (server.request(message, ANY_RESULT, { signal }) as Promise<Result>),
+    accepts: (method) =>
+      server.transport !== undefined &&
+      !isStatelessEra(server) &&
+      declares(server.getClientCapabilities(), method),
   };
 }
 
@@ -110,7 +92,7 @@ export function listenSink(notify: ServerNotifier): DownstreamSink {
   };
 }
 
-function noCallFor(method: string): EnvelopeError {
+export function noCallFor(method: string): EnvelopeError {
   return new EnvelopeError('DEPENDENCY_UNAVAILABLE', `No downstream call in flight can answer ${method}`, {
     method,
   });
@@ -140,8 +122,14 @@ export class Downstream {
   #outbox: Promise<void> = Promise.resolve();
   readonly #notified = new WeakSet<ServerContext>();
   #sink: DownstreamSink | undefined;
+  readonly #shared: SharedUpstreams | undefined;
+  /** Whether the client can be reached outside its requests (a 2025-era client listening on its GET stream). */
+  #reachable: () => boolean = () => true;
 
-  constructor(upstreams: readonly Upstream[], options: { maxParked?: number | undefined } = {}) {
+  constructor(
+    upstreams: readonly Upstream[],
+    options: { maxParked?: number | undefined; shared?: SharedUpstreams | undefined } = {},
+  ) {
     const longest = Math.max(...upstreams.map((upstream) => upstream.longestTimeoutMs()));
     this.rounds = new InputRounds({
       maxParked: options.maxParked,
@@ -149,7 +137,11 @@ export class Downstream {
       ttlSeconds: Math.ceil(longest / 1000) + 1,
       progress: (ctx, progress) => this.#progress(ctx, progressTokenOf(ctx.mcpReq._meta), progress),
     });
+    this.#shared = options.shared;
+    this.#shared?.attach(this);
     for (const upstream of upstreams) {
+      // A shared upstream's messages come through SharedUpstreams, which picks the client.
+      if (this.#shared?.has(upstream)) continue;
       upstream.setHooks({
         onNotification: (notification) => this.#fromUpstream(notification),
         onRequest: (request, ctx) => this.#serverToClient(request, ctx.mcpReq.signal),
@@ -161,12 +153,49 @@ export class Downstream {
     this.#sink = sink;
   }
 
+  /** The client just spoke: on shared upstreams, it is now its principal's most recently active. */
+  touch(): void {
+    this.#shared?.touch(this);
+  }
+
+  setReachable(reachable: () => boolean): void {
+    this.#reachable = reachable;
+  }
+
+  /** A message of a shared upstream, for this client. */
+  deliver(notification: Notification): void {
+    this.#fromUpstream(notification);
+  }
+
+  /** A server-to-client request of a shared upstream, for this client. */
+  deliverRequest(request: JSONRPCRequest, signal: AbortSignal): Promise<Result> {
+    return this.#serverToClient(request, signal);
+  }
+
+  /** Whether a server-to-client request outside any call can be put to this client. */
+  canRequest(method: string): boolean {
+    return this.#sink?.accepts?.(method) === true && this.#reachable();
+  }
+
+  /**
+   * A request the gateway sends for this client outside any downstream
+   * request (a 2026-07-28 listen stream's subscriptions): on a shared upstream
+   * it is counted with the other clients'.
+   */
+  request(upstream: Upstream, method: string, params: Record<string, unknown> | undefined): Promise<Result> {
+    const shared = this.#shared?.has(upstream) ? this.#shared : undefined;
+    if (shared && (method === 'resources/subscribe' || method === 'resources/unsubscribe'))
+      return shared.subscription(upstream, this, method, params);
+    return upstream.request(method, params);
+  }
+
   /**
    * A downstream request begins. A 2026-07-28 retry of a parked call is
    * matched to it here, so a bad one is refused before anything else runs.
    */
   enter(ctx: ServerContext, stateless: boolean, params: Record<string, unknown> | undefined): void {
     this.#inFlight.push(ctx);
+    this.touch();
     if (!stateless) return;
     this.#stateless.add(ctx);
     const method = ctx.mcpReq.method;
@@ -190,29 +219,43 @@ export class Downstream {
     if (this.#notified.has(ctx)) await new Promise<void>((resolve) => setImmediate(resolve));
   }
 
-  /** Forwards one request to an upstream, mapping the progress token both ways. */
+  /**
+   * Forwards one request to an upstream, mapping the progress token both ways.
+   * On a shared upstream, subscriptions and the log level are merged with the
+   * other clients', and the request counts as in flight while it runs upstream.
+   */
   forward(
     upstream: Upstream,
     method: string,
     params: Record<string, unknown> | undefined,
     ctx: ServerContext,
   ): Promise<Result> {
+    const shared = this.#shared?.has(upstream) ? this.#shared : undefined;
+    if (shared && (method === 'resources/subscribe' || method === 'resources/unsubscribe'))
+      return shared.subscription(upstream, this, method, params);
+    if (shared && method === 'logging/setLevel') return shared.setLevel(upstream, this, params);
+    const send = (options: UpstreamRequestOptions): Promise<Result> => {
+      if (!shared) return upstream.request(method, params, options);
+      const done = shared.begin(upstream, this);
+      return upstream.request(method, params, options).finally(done);
+    };
     const identity = this.#identity.get(ctx);
     if (identity !== undefined && method === ctx.mcpReq.method) {
       return this.rounds.run(ctx, {
         identity,
         timeoutMs: upstream.timeoutFor(method, params),
-        start: (signal, onprogress) => upstream.request(method, params, { signal, onprogress }),
+        start: (signal, onprogress) => send({ signal, onprogress }),
       });
     }
     const token = progressTokenOf(params?._meta);
     const onprogress =
       token === undefined ? undefined : (progress: Progress) => this.#progress(ctx, token, progress);
-    return upstream.request(method, params, { signal: ctx.mcpReq.signal, onprogress });
+    return send({ signal: ctx.mcpReq.signal, onprogress });
   }
 
   close(): void {
     this.rounds.close();
+    this.#shared?.detach(this);
   }
 
   #progress(ctx: ServerContext, token: string | number | undefined, progress: Progress): void {

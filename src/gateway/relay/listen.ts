@@ -7,8 +7,8 @@ import type {
 } from '@modelcontextprotocol/server';
 import { PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
+import { errorResponse, requestIdOf } from '../jsonrpc/messages.ts';
 import type { Upstream } from '../upstreams/upstream.ts';
-import { errorResponse, requestIdOf } from './downstream.ts';
 
 /**
  * A 2026-07-28 client asks for resource updates on a `subscriptions/listen`
@@ -59,16 +59,30 @@ export function listenedResources(message: unknown): string[] | undefined {
   return uris;
 }
 
+/** How a subscription request reaches an upstream. */
+export type SubscriptionRequest = (
+  upstream: Upstream,
+  method: 'resources/subscribe' | 'resources/unsubscribe',
+  params: { uri: string },
+) => Promise<unknown>;
+
 /** Counts, per URI, the open listen streams that want it; the upstream is subscribed while any does. */
 export class ResourceListens {
   readonly #upstreams: readonly Upstream[];
   readonly #report: (error: unknown) => void;
+  readonly #request: SubscriptionRequest;
   readonly #counts = new Map<string, number>();
   readonly #subscribing = new Map<string, Promise<void>>();
 
-  constructor(upstreams: readonly Upstream[], report: (error: unknown) => void = () => {}) {
+  constructor(
+    upstreams: readonly Upstream[],
+    report: (error: unknown) => void = () => {},
+    // Over a shared upstream, subscriptions are counted with those of the principal's other clients.
+    request: SubscriptionRequest = (upstream, method, params) => upstream.request(method, params),
+  ) {
     this.#upstreams = upstreams;
     this.#report = report;
+    this.#request = request;
     // A restarted (or late-started) upstream has no subscriptions of ours.
     for (const upstream of upstreams) upstream.onRecovered(() => this.#resubscribe());
   }
@@ -119,7 +133,7 @@ export class ResourceListens {
     await Promise.all(
       this.#able().map((upstream) =>
         // An upstream that does not know the URI says so; the stream stays open all the same.
-        upstream.request(method, { uri }).then(() => {}, this.#report),
+        this.#request(upstream, method, { uri }).then(() => {}, this.#report),
       ),
     );
   }

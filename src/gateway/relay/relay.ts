@@ -10,11 +10,14 @@ import type {
   Tool,
 } from '@modelcontextprotocol/server';
 import { ProtocolError, Server } from '@modelcontextprotocol/server';
-import { EnvelopeError, toJsonRpcError } from '../../errors/index.ts';
+import { EnvelopeError } from '../../errors/index.ts';
 import { PACKAGE_VERSION } from '../../version.ts';
+import { toProtocolError } from '../jsonrpc/messages.ts';
+import { collectPages } from '../jsonrpc/pagination.ts';
 import type { Upstream } from '../upstreams/upstream.ts';
-import { connectionSink, Downstream, isStatelessEra, toProtocolError } from './downstream.ts';
+import { connectionSink, Downstream, isStatelessEra } from './downstream.ts';
 import { NAMESPACE_SEPARATOR } from './namespace.ts';
+import type { SharedUpstreams } from './shared-upstreams.ts';
 
 export { NAMESPACE_SEPARATOR };
 
@@ -68,6 +71,11 @@ export interface RelayOptions {
   /** Most 2026-07-28 calls parked for client input at once (default 1,000). */
   maxParkedCalls?: number;
   /**
+   * Upstreams this relay shares with the other clients of its principal: the
+   * relay's own Downstream is attached to them (without `downstream` only).
+   */
+  shared?: SharedUpstreams;
+  /**
    * Which upstream listed each resource URI, when relays share an upstream
    * session (the per-request relays of stateless HTTP): a read then goes where
    * an earlier request's list found the resource.
@@ -75,14 +83,11 @@ export interface RelayOptions {
   resourceOwners?: Map<string, Upstream>;
 }
 
-const MAX_PAGES = 100;
-
 /** Resource URIs found by reads whose upstream is kept in mind (lists add theirs besides). */
 const MAX_REMEMBERED_RESOURCES = 10_000;
 
-function notFound(message: string): ProtocolError {
-  const rpc = toJsonRpcError('NOT_FOUND', message);
-  return new ProtocolError(rpc.code, rpc.message, rpc.data);
+function notFound(message: string): unknown {
+  return toProtocolError(new EnvelopeError('NOT_FOUND', message));
 }
 
 export function mergeCapabilities(
@@ -127,7 +132,9 @@ export class Relay {
     this.#options = options;
     this.#resourceOwners = options.resourceOwners ?? new Map();
     this.#ownsDownstream = options.downstream === undefined;
-    this.downstream = options.downstream ?? new Downstream(upstreams, { maxParked: options.maxParkedCalls });
+    this.downstream =
+      options.downstream ??
+      new Downstream(upstreams, { maxParked: options.maxParkedCalls, shared: options.shared });
     const single = upstreams.length === 1 ? upstreams[0] : undefined;
     const info = options.serverInfo ??
       single?.serverInfo ?? { name: 'mcp-envelope-gateway', version: PACKAGE_VERSION };
@@ -214,14 +221,8 @@ export class Relay {
       // Nor has one that never offered this kind of thing (`prompts/list` needs `prompts`, …).
       const kind = method.split('/')[0] as keyof ServerCapabilities;
       if (!upstream.capabilities[kind]) continue;
-      let cursor: string | undefined;
-      for (let page = 0; page < MAX_PAGES; page++) {
-        const result = await this.#forward(upstream, method, cursor ? { cursor } : undefined, ctx);
-        const items = result[key];
-        if (Array.isArray(items)) for (const item of items) all.push(rename(item, upstream));
-        cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
-        if (!cursor) break;
-      }
+      const items = await collectPages((params) => this.#forward(upstream, method, params, ctx), key);
+      for (const item of items) all.push(rename(item as Record<string, unknown>, upstream));
     }
     return { [key]: all };
   }
@@ -397,6 +398,9 @@ export class Relay {
       }
     };
     server.fallbackNotificationHandler = async (notification: Notification) => {
+      // A shared upstream that answers with a request of its own (roots/list after
+      // roots/list_changed) asks the client that spoke last.
+      this.downstream.touch();
       for (const upstream of this.#upstreams) await upstream.notify(notification);
     };
   }

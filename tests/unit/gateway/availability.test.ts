@@ -1,6 +1,6 @@
 import type { ServerCapabilities } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
-import { advertisedCapabilities, rememberCapabilities } from '../../../src/gateway/upstreams/availability.ts';
+import { advertisedCapabilities, rememberCapabilities } from '../../../src/gateway/relay/availability.ts';
 import type { Upstream } from '../../../src/gateway/upstreams/upstream.ts';
 
 /** Only what availability.ts reads of an upstream. */

@@ -4,26 +4,38 @@ import type { AuthInfo, McpHttpHandler } from '@modelcontextprotocol/server';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../../errors/index.ts';
 import { sendJson } from '../../http/reply.ts';
-import { connectUpstreams, type GatewayOptions, watchRecoveries } from '../../relay/client-session.ts';
-import { Downstream, errorResponse, listenSink, requestIdOf } from '../../relay/downstream.ts';
+import { errorResponse, requestIdOf } from '../../jsonrpc/messages.ts';
+import { advertisedCapabilities } from '../../relay/availability.ts';
+import { arrange, type GatewayOptions, startOwnUpstreams } from '../../relay/client-session.ts';
+import { Downstream, listenSink } from '../../relay/downstream.ts';
 import { listenedResources, MAX_OPEN_LISTENS, ResourceListens, tooManyListens } from '../../relay/listen.ts';
 import { Relay } from '../../relay/relay.ts';
-import { advertisedCapabilities } from '../../upstreams/availability.ts';
+import {
+  noneStarted,
+  type PoolLease,
+  reportDown,
+  type SharedSet,
+  type UpstreamPool,
+  watchUpstream,
+} from '../../relay/upstream-pool.ts';
 import type { Upstream } from '../../upstreams/upstream.ts';
 
 /**
  * Stateless 2026-07-28 HTTP. Each request is served by a relay of its own,
- * over an upstream session shared by every request of the same principal (the
- * bearer token; anonymous callers share one). The upstream cannot say which
- * downstream request its server-to-client requests and log messages belong
- * to, so the gateway attributes them to the principal's newest call in
- * flight; keeping sessions per principal means a guess can only ever land
- * with the same principal, never with another's client. Each principal also
- * has its own listen streams, so change notifications stay within it too.
+ * over the upstream connections of its principal (the bearer token; anonymous
+ * callers are one principal), which its 2025-era sessions share too
+ * (pool.ts). The upstream cannot say which downstream request its
+ * server-to-client requests and log messages belong to, so the gateway
+ * attributes them to the principal's newest call in flight; keeping
+ * connections per principal means a guess can only ever land with the same
+ * principal, never with another's client. Each principal also has its own
+ * listen streams, so change notifications stay within it too.
  */
 
 export interface StatelessHttpOptions {
   gateway: GatewayOptions;
+  /** Where each principal's shared upstreams come from. */
+  pool: UpstreamPool;
   maxBodyBytes: number;
   onError: (error: unknown) => void;
 }
@@ -36,6 +48,13 @@ interface PrincipalSession {
   serve: ReturnType<typeof toNodeHandler>;
   /** Listen streams open for this principal; the SDK's own refusal past its limit carries no canonical code. */
   openListens: number;
+  close(): Promise<void>;
+}
+
+/** A principal's stateless side, bound to the shared set it was built over. */
+interface Opened {
+  set: SharedSet;
+  session: Promise<PrincipalSession>;
 }
 
 /** A request refused before it is served gets its JSON-RPC error in-band, as the SDK's own refusals do. */
@@ -45,7 +64,7 @@ function refuse(res: ServerResponse, body: unknown, error: EnvelopeError): void 
 
 export class StatelessHttp {
   readonly #options: StatelessHttpOptions;
-  readonly #sessions = new Map<string, Promise<PrincipalSession>>();
+  readonly #sessions = new Map<string, Opened>();
 
   constructor(options: StatelessHttpOptions) {
     this.#options = options;
@@ -53,15 +72,22 @@ export class StatelessHttp {
 
   /** Serves one 2026-07-28 request for its principal (`authInfo.clientId`, the token's id). */
   async handle(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo): Promise<void> {
+    const principal = authInfo?.clientId ?? '';
+    let lease: PoolLease | undefined;
     let session: PrincipalSession;
     try {
-      session = await this.#session(authInfo?.clientId ?? '');
+      lease = await this.#options.pool.acquire(principal);
+      session = await this.#session(principal, lease.set);
     } catch (error) {
+      lease?.release();
       const failure =
         error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
       sendJson(res, 502, errorResponse(requestIdOf(body) ?? null, failure));
       return;
     }
+    // The principal's upstreams stay while a request (a listen stream included) is being served.
+    const held = lease;
+    res.once('close', () => held.release());
     const listen = (body as { method?: unknown } | null)?.method === 'subscriptions/listen';
     if (listen && session.openListens >= MAX_OPEN_LISTENS) {
       refuse(res, body, tooManyListens());
@@ -90,36 +116,41 @@ export class StatelessHttp {
   }
 
   async close(): Promise<void> {
-    const sessions = [...this.#sessions.values()];
+    const opened = [...this.#sessions.values()];
     this.#sessions.clear();
-    await Promise.all(
-      sessions.map(async (pending) => {
-        const session = await pending.catch(() => undefined);
-        if (!session) return;
-        await session.handler.close().catch(() => {});
-        session.downstream.close();
-        await Promise.all(session.upstreams.map((upstream) => upstream.close()));
-      }),
-    );
+    await Promise.all(opened.map(async ({ session }) => (await session.catch(() => undefined))?.close()));
   }
 
-  #session(principal: string): Promise<PrincipalSession> {
-    let session = this.#sessions.get(principal);
-    if (!session) {
-      session = this.#open().catch((error: unknown) => {
-        this.#sessions.delete(principal);
-        throw error;
-      });
-      this.#sessions.set(principal, session);
-    }
+  /** The principal's stateless side over its current shared set, built on first use. */
+  #session(principal: string, set: SharedSet): Promise<PrincipalSession> {
+    const existing = this.#sessions.get(principal);
+    if (existing?.set === set) return existing.session;
+    const session = this.#open(set).catch((error: unknown) => {
+      if (this.#sessions.get(principal)?.session === session) this.#sessions.delete(principal);
+      throw error;
+    });
+    this.#sessions.set(principal, { set, session });
+    // A set closes once idle: what was built over it goes too, and the next request builds anew.
+    set.onClosed(() => {
+      if (this.#sessions.get(principal)?.session === session) this.#sessions.delete(principal);
+      void session.then(
+        (opened) => opened.close(),
+        () => {},
+      );
+    });
     return session;
   }
 
-  async #open(): Promise<PrincipalSession> {
+  async #open(set: SharedSet): Promise<PrincipalSession> {
     const { gateway, maxBodyBytes, onError } = this.#options;
-    const upstreams = await connectUpstreams(gateway);
+    const own = await startOwnUpstreams(gateway);
+    const upstreams = arrange(gateway, set.upstreams, own);
+    if (upstreams.every((upstream) => !upstream.available)) {
+      await Promise.all(own.map((upstream) => upstream.close()));
+      throw noneStarted(upstreams);
+    }
     const capabilities = advertisedCapabilities(gateway, upstreams);
-    const downstream = new Downstream(upstreams, { maxParked: gateway.maxParkedCalls });
+    const downstream = new Downstream(upstreams, { maxParked: gateway.maxParkedCalls, shared: set.shared });
     // Each request has a relay of its own: where the resources are is kept across them.
     const resourceOwners = new Map<string, Upstream>();
     const handler = createMcpHandler(
@@ -127,17 +158,31 @@ export class StatelessHttp {
       {
         legacy: 'reject',
         maxRequestBodySize: maxBodyBytes,
+        // The gateway counts listen streams itself, as their connections close. The SDK can
+        // keep counting a closed one until its next keep-alive frame (up to 15 s: the request's
+        // signal stops following the connection once the Request is garbage-collected), which
+        // would refuse a client that closed a stream and opened another; its limit only backs ours.
+        maxSubscriptions: 2 * MAX_OPEN_LISTENS,
         onerror: onError,
       },
     );
     downstream.setSink(listenSink(handler.notify));
-    // An upstream back from being down: its lists changed, which listen streams are told.
-    watchRecoveries(gateway, upstreams, (upstream) => {
-      if (upstream.capabilities.tools) handler.notify.toolsChanged();
-      if (upstream.capabilities.prompts) handler.notify.promptsChanged();
-      if (upstream.capabilities.resources) handler.notify.resourcesChanged();
-    });
-    const listens = new ResourceListens(upstreams, onError);
+    reportDown(gateway, upstreams);
+    const stops = [
+      ...own.map((upstream) => watchUpstream(gateway, upstream)),
+      // An upstream back from being down: its lists changed, which listen streams are told.
+      ...upstreams.map((upstream) =>
+        upstream.onRecovered(() => {
+          if (upstream.capabilities.tools) handler.notify.toolsChanged();
+          if (upstream.capabilities.prompts) handler.notify.promptsChanged();
+          if (upstream.capabilities.resources) handler.notify.resourcesChanged();
+        }),
+      ),
+    ];
+    const listens = new ResourceListens(upstreams, onError, (upstream, method, params) =>
+      downstream.request(upstream, method, params),
+    );
+    let closed: Promise<void> | undefined;
     return {
       upstreams,
       downstream,
@@ -145,6 +190,15 @@ export class StatelessHttp {
       handler,
       serve: toNodeHandler(handler, { onerror: onError }),
       openListens: 0,
+      close() {
+        closed ??= (async () => {
+          await handler.close().catch(() => {});
+          downstream.close();
+          for (const stop of stops) stop();
+          await Promise.all(own.map((upstream) => upstream.close()));
+        })();
+        return closed;
+      },
     };
   }
 }

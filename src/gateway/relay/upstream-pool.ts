@@ -1,0 +1,270 @@
+import { EnvelopeError } from '../../errors/index.ts';
+import { CONFIG_DEFAULTS } from '../defaults.ts';
+import { lastLines } from '../upstreams/child-transport.ts';
+import { type ConfiguredUpstream, Upstream, UpstreamFailure } from '../upstreams/upstream.ts';
+import { rememberCapabilities } from './availability.ts';
+import type { GatewayOptions } from './client-session.ts';
+import { SharedUpstreams } from './shared-upstreams.ts';
+
+/**
+ * The HTTP gateway's upstream connections shared between clients: one set per
+ * principal (a bearer token; anonymous callers are one principal), serving all
+ * of its 2025-era sessions and its 2026-07-28 requests, so that a hundred
+ * sessions of one client cost one process per upstream, not a hundred. Sets
+ * are never shared between principals: what an upstream sends on its own can
+ * only ever reach the principal whose set it belongs to.
+ *
+ * A set is opened by its principal's first session or request and held by
+ * leases (a session holds one for its life, a stateless request while it is
+ * served). Once no lease is held and no request runs upstream, the set is
+ * closed after `idleMs` (the session idle time); one none of whose upstreams
+ * ever started is closed at once, so that the next client starts them afresh. Upstreams
+ * configured `per-session` are not here: each session starts its own.
+ */
+
+/** Whether the upstream is shared between the sessions of a principal (the default). */
+export function isShared(upstream: ConfiguredUpstream): boolean {
+  return upstream.sharing !== 'per-session';
+}
+
+/** Upstream objects for the given configured upstreams, not yet started. */
+export function instantiate(options: GatewayOptions, configured: readonly ConfiguredUpstream[]): Upstream[] {
+  return configured.map(
+    ({ options: own, sharing: _sharing, ...spec }) => new Upstream(spec, { ...options.upstream, ...own }),
+  );
+}
+
+/** Starts the upstreams; those that fail keep retrying in the background (availability.ts). */
+export async function startUpstreams(options: GatewayOptions, upstreams: readonly Upstream[]): Promise<void> {
+  await Promise.allSettled(upstreams.map((upstream) => upstream.connect()));
+  for (const upstream of upstreams) {
+    options.status?.observe(upstream);
+    rememberCapabilities(options, upstream);
+  }
+}
+
+/** Upstreams already reported down, so that a shared one is reported once, not once per session. */
+const reportedDown = new WeakSet<Upstream>();
+
+/** Says which of the upstreams a client is being served without, once per upstream. */
+export function reportDown(options: GatewayOptions, upstreams: readonly Upstream[]): void {
+  for (const upstream of upstreams) {
+    if (upstream.available || reportedDown.has(upstream)) continue;
+    reportedDown.add(upstream);
+    options.report?.(`${describeDown(upstream)}; serving without it and retrying in the background`);
+  }
+}
+
+/**
+ * Keeps the status board and the capability memory current for one upstream,
+ * and reports it giving up and, once reported down, coming back. Returns the
+ * unsubscribe.
+ */
+export function watchUpstream(options: GatewayOptions, upstream: Upstream): () => void {
+  const offGaveUp = upstream.onGaveUp((restarts) => {
+    options.status?.observe(upstream);
+    options.report?.(
+      `upstream ${upstream.name} gave up after ${restarts} restart attempts; ` +
+        'calls to it fail until the gateway is restarted',
+    );
+  });
+  const offRecovered = upstream.onRecovered(() => {
+    options.status?.observe(upstream);
+    if (reportedDown.delete(upstream)) options.report?.(`upstream ${upstream.name} is back`);
+    rememberCapabilities(options, upstream);
+  });
+  return () => {
+    offGaveUp();
+    offRecovered();
+  };
+}
+
+/** Why none of a client's upstreams can serve it: the first one's failure, in configuration order. */
+export function noneStarted(upstreams: readonly Upstream[]): EnvelopeError {
+  return (
+    upstreams.find((upstream) => upstream.failure)?.failure ??
+    new UpstreamFailure('no upstream is available', { upstreams: upstreams.map((upstream) => upstream.name) })
+  );
+}
+
+/** Why an upstream is down, on one line: the failure and the last line its process wrote on stderr. */
+function describeDown(upstream: Upstream): string {
+  const failure = upstream.failure;
+  const stderr = typeof failure?.details?.stderr === 'string' ? failure.details.stderr : '';
+  const last = lastLines(stderr, 1)[0]?.trim();
+  return `${failure?.message ?? `upstream ${upstream.name} is down`}${last ? ` (stderr: ${last})` : ''}`;
+}
+
+/** One principal's shared upstreams. */
+export interface SharedSet {
+  /** In configuration order; only the shared ones. */
+  readonly upstreams: readonly Upstream[];
+  readonly shared: SharedUpstreams;
+  /** Called when the set closes (idle, or the gateway closing); returns the unsubscribe. */
+  onClosed(listener: () => void): () => void;
+}
+
+export interface PoolLease {
+  readonly set: SharedSet;
+  /** Idempotent. */
+  release(): void;
+}
+
+interface Entry {
+  ready: Promise<SharedSet>;
+  users: number;
+  timer?: NodeJS.Timeout;
+  /** Whether any of its upstreams ever came up (one between restarts is worth waiting for). */
+  started: boolean;
+}
+
+export interface PoolOptions {
+  /** How long a set outlives its last lease (default 30 minutes). */
+  idleMs?: number;
+}
+
+export class UpstreamPool {
+  readonly #gateway: GatewayOptions;
+  readonly #configured: readonly ConfiguredUpstream[];
+  readonly #idleMs: number;
+  readonly #sets = new Map<string, Entry>();
+  /** A set started ahead of the first principal (prewarm), given to whichever comes first. */
+  #ahead: Entry | undefined;
+  readonly #closers = new WeakMap<Entry, () => Promise<void>>();
+  #closed = false;
+
+  constructor(gateway: GatewayOptions, options: PoolOptions = {}) {
+    this.#gateway = gateway;
+    this.#configured = gateway.upstreams.filter(isShared);
+    this.#idleMs = options.idleMs ?? CONFIG_DEFAULTS.listen.http.sessionIdleMs;
+  }
+
+  /** Whether any upstream is shared (else every session starts its own). */
+  get enabled(): boolean {
+    return this.#configured.length > 0;
+  }
+
+  /** Principals holding a set now. */
+  get principals(): number {
+    return this.#sets.size;
+  }
+
+  /**
+   * Starts a set before any client asks, so that the first one does not wait
+   * for processes to boot and the operator sees each upstream's state at once.
+   * It is not replaced once taken: later principals start their own.
+   */
+  prewarm(): Promise<void> {
+    if (!this.enabled || this.#closed) return Promise.resolve();
+    this.#ahead ??= this.#open();
+    return this.#ahead.ready.then(() => {});
+  }
+
+  /** The principal's set, opened on first use; hold the lease while using it. */
+  async acquire(principal: string): Promise<PoolLease> {
+    if (this.#closed) throw new EnvelopeError('DEPENDENCY_UNAVAILABLE', 'The gateway is shutting down');
+    let entry = this.#sets.get(principal);
+    let opened = false;
+    if (!entry) {
+      entry = this.#ahead;
+      this.#ahead = undefined;
+      if (!entry) {
+        entry = this.#open();
+        opened = true;
+      }
+      this.#sets.set(principal, entry);
+    }
+    entry.users++;
+    clearTimeout(entry.timer);
+    const held = entry;
+    const set = await held.ready;
+    if (!opened && held.users === 1 && this.#sets.get(principal) === held && !held.started) {
+      // Nobody else uses it and nothing in it ever started (started ahead, or retrying after
+      // failing for an earlier client): start afresh, as a session starting its own would.
+      held.users--;
+      this.#sets.delete(principal);
+      void this.#closers.get(held)?.();
+      return this.acquire(principal);
+    }
+    let released = false;
+    return {
+      set,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#release(principal, held, set);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const entries = [...this.#sets.values(), ...(this.#ahead ? [this.#ahead] : [])];
+    this.#sets.clear();
+    this.#ahead = undefined;
+    await Promise.all(entries.map((entry) => this.#closers.get(entry)?.()));
+  }
+
+  #open(): Entry {
+    const listeners = new Set<() => void>();
+    const upstreams = instantiate(this.#gateway, this.#configured);
+    const shared = new SharedUpstreams(upstreams);
+    const stops = upstreams.map((upstream) => watchUpstream(this.#gateway, upstream));
+    const set: SharedSet = {
+      upstreams,
+      shared,
+      onClosed(listener) {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    };
+    const entry: Entry = {
+      ready: startUpstreams(this.#gateway, upstreams).then(() => {
+        entry.started ||= upstreams.some((upstream) => upstream.available);
+        return set;
+      }),
+      users: 0,
+      // A set with nothing to start (every upstream per-session) has nothing to retry either.
+      started: upstreams.length === 0,
+    };
+    for (const upstream of upstreams)
+      upstream.onRecovered(() => {
+        entry.started = true;
+      });
+    let closing: Promise<void> | undefined;
+    this.#closers.set(entry, () => {
+      closing ??= (async () => {
+        clearTimeout(entry.timer);
+        await entry.ready;
+        for (const listener of listeners) listener();
+        for (const stop of stops) stop();
+        await Promise.all(upstreams.map((upstream) => upstream.close()));
+      })();
+      return closing;
+    });
+    return entry;
+  }
+
+  #release(principal: string, entry: Entry, set: SharedSet): void {
+    entry.users--;
+    if (entry.users > 0 || this.#sets.get(principal) !== entry) return;
+    const close = () => {
+      if (entry.users > 0 || this.#sets.get(principal) !== entry) return;
+      // A request still running upstream (a parked 2026-07-28 call's) keeps the set.
+      if (set.shared.busy) {
+        entry.timer = setTimeout(close, this.#idleMs);
+        entry.timer.unref();
+        return;
+      }
+      this.#sets.delete(principal);
+      void this.#closers.get(entry)?.();
+    };
+    // None of them ever started: nothing is worth keeping, and the next client gets a fresh start.
+    if (!entry.started) {
+      close();
+      return;
+    }
+    entry.timer = setTimeout(close, this.#idleMs);
+    entry.timer.unref();
+  }
+}
