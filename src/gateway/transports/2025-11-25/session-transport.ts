@@ -13,6 +13,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/server';
 import { sendJson } from '../../http/reply.ts';
+import { rpcErrorMessage } from '../../jsonrpc/messages.ts';
 
 /** SSE comment lines keep idle streams open through proxies that drop silent connections. */
 const KEEP_ALIVE_MS = 15_000;
@@ -44,7 +45,7 @@ interface Exchange {
 
 /** A JSON-RPC error for an HTTP request the transport refuses, as the SDK's transport words it. */
 function rpcError(res: ServerResponse, status: number, code: number, message: string, headers = {}): void {
-  sendJson(res, status, { jsonrpc: '2.0', id: null, error: { code, message } }, headers);
+  sendJson(res, status, rpcErrorMessage(null, { code, message }), headers);
 }
 
 /**
@@ -351,7 +352,7 @@ export class SessionTransport implements Transport {
     this.#exchanges.clear();
     for (const exchange of exchanges) {
       for (const id of exchange.pending) {
-        const closed = { jsonrpc: '2.0' as const, id, error: { code: -32000, message: 'Session closed' } };
+        const closed = rpcErrorMessage(id, { code: -32000, message: 'Session closed' });
         if (exchange.streaming) exchange.res.write(sseEvent(closed));
         else exchange.answered.push(closed);
       }

@@ -1,15 +1,13 @@
 import {
   type JSONRPCMessage,
   parseJSONRPCMessage,
-  type RequestId,
   serializeMessage,
   type Transport,
 } from '@modelcontextprotocol/server';
-import { decodeUtf8 } from '../../../canonical/index.ts';
 import { EnvelopeError } from '../../../errors/index.ts';
-import { nestingRefusal } from '../../jsonrpc/inbound-depth.ts';
+import { readInbound } from '../../jsonrpc/inbound.ts';
 import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from '../../jsonrpc/line-reader.ts';
-import { errorResponse, requestIdOf } from '../../relay/downstream.ts';
+import { errorResponse, requestIdOf, rpcErrorMessage } from '../../jsonrpc/messages.ts';
 
 export interface LineServerTransportOptions {
   stdin?: NodeJS.ReadableStream;
@@ -118,46 +116,19 @@ export class LineServerTransport implements Transport {
 
   #take(bytes: Buffer): void {
     if (this.#closed) return;
-    let text: string;
-    try {
-      // Strict: a malformed byte is refused, not turned into U+FFFD behind the client's back.
-      text = decodeUtf8(bytes);
-    } catch {
-      this.#refuse(
-        null,
-        new EnvelopeError('INPUT_INVALID_UTF8', 'Parse error: the line is not valid UTF-8'),
-        -32700,
-      );
+    const inbound = readInbound(bytes, 'line');
+    if (inbound.kind === 'blank') return;
+    if (inbound.kind === 'refused') {
+      this.#send(errorResponse(inbound.id, inbound.error, inbound.jsonRpcCode));
       return;
     }
-    this.#line(text);
-  }
-
-  #line(text: string): void {
-    const line = text.endsWith('\r') ? text.slice(0, -1) : text;
-    if (line.trim() === '') return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      this.#refuse(
-        null,
-        new EnvelopeError('JSON_MALFORMED', 'Parse error: the line is not valid JSON'),
-        -32700,
-      );
-      return;
-    }
-    const tooDeep = nestingRefusal(value);
-    if (tooDeep) {
-      this.#refuse(requestIdOf(value) ?? null, tooDeep);
-      return;
-    }
+    const { value } = inbound;
     let message: JSONRPCMessage;
     try {
       message = parseJSONRPCMessage(value);
     } catch {
       const error = { code: -32600, message: 'Invalid Request: the line is not a JSON-RPC 2.0 message' };
-      this.#send({ jsonrpc: '2.0', id: requestIdOf(value) ?? null, error } as unknown as JSONRPCMessage);
+      this.#send(rpcErrorMessage(requestIdOf(value) ?? null, error));
       return;
     }
     this.onmessage?.(message);
@@ -168,18 +139,8 @@ export class LineServerTransport implements Transport {
       'INPUT_TOO_LARGE',
       `Request too large: a line exceeds ${this.#maxLineBytes} bytes`,
     );
-    this.#refuse(idAtEdges(opening, ending) ?? null, tooLarge);
-  }
-
-  /**
-   * Answers a line with the error's JSON-RPC form; `jsonRpcCode` overrides the
-   * catalog's where JSON-RPC names the case itself (-32700 for unreadable text).
-   * JSON-RPC answers a request whose id cannot be read with id null.
-   */
-  #refuse(id: RequestId | null, error: EnvelopeError, jsonRpcCode?: number): void {
-    const response = errorResponse(id, error) as { error: { code: number } };
-    if (jsonRpcCode !== undefined) response.error.code = jsonRpcCode;
-    this.#send(response as JSONRPCMessage);
+    // JSON-RPC answers a request whose id cannot be read with id null.
+    this.#send(errorResponse(idAtEdges(opening, ending) ?? null, tooLarge));
   }
 
   #send(message: JSONRPCMessage): void {
