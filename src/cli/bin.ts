@@ -5,6 +5,7 @@ const exitCode = await main(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   stdin: process.stdin,
+  env: process.env,
   cwd: process.cwd(),
 });
 process.exitCode = exitCode;

@@ -20,7 +20,22 @@ export function displayName(path: string | undefined): string {
   return isStdin(path) ? '<stdin>' : (path as string);
 }
 
-async function readStream(stream: NodeJS.ReadableStream, name: string): Promise<Buffer> {
+/** Standard input as chunks, whether it is a stream or its whole content. */
+export async function* stdinChunks(stdin: CliIo['stdin']): AsyncIterable<Uint8Array | string> {
+  if (typeof stdin === 'string' || stdin instanceof Uint8Array) yield Buffer.from(stdin);
+  else yield* stdin as AsyncIterable<Uint8Array | string>;
+}
+
+async function readStream(stream: CliIo['stdin'], name: string): Promise<Buffer> {
+  if (typeof stream === 'string' || stream instanceof Uint8Array) {
+    const buffer = Buffer.from(stream);
+    if (buffer.byteLength > MAX_INPUT_BYTES) {
+      throw new EnvelopeError('INPUT_TOO_LARGE', `${name} is larger than ${MAX_INPUT_BYTES} bytes`, {
+        limit: MAX_INPUT_BYTES,
+      });
+    }
+    return buffer;
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream) {

@@ -67,7 +67,11 @@ export function buildProgram(invocation: Invocation): Command {
   return program;
 }
 
-/** Runs the CLI and resolves to the exit code; never throws. */
+/**
+ * Runs the CLI on `argv` (the arguments after the program name) against `io`
+ * and resolves to the exit code. It never throws and never ends the process,
+ * so it runs in-process as well as behind src/cli/bin.ts.
+ */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   const invocation: Invocation = { io, exitCode: EXIT.ok };
   const program = buildProgram(invocation);

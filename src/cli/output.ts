@@ -9,10 +9,18 @@ export const EXIT = {
   usage: 2,
 } as const;
 
+/**
+ * Everything a command touches outside its arguments, so that the CLI runs the
+ * same in a process (src/cli/bin.ts) and in-process (tests, embedding).
+ */
 export interface CliIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
-  stdin: NodeJS.ReadableStream;
+  /** Standard input: a stream, or its whole content. */
+  stdin: NodeJS.ReadableStream | string | Uint8Array;
+  /** The environment of programs a command runs, and of settings read from it. */
+  env: NodeJS.ProcessEnv;
+  /** Relative paths resolve against this folder. */
   cwd: string;
 }
 

@@ -1,37 +1,14 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.ts';
 import { DIALECT_FIXTURES } from '../support/dialect-fixtures.ts';
 
-/** The CLI as users run it: bin/mcp-envelope in a child process (run after the build). */
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'mcp-envelope');
 const work = mkdtempSync(join(tmpdir(), 'mcp-envelope-dialects-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: string[], stdin?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin ?? '');
-  });
-}
+const run = (args: string[], stdin?: string) => runCli(args, { input: stdin ?? '' });
 
 const fixture = (name: string): string => join(DIALECT_FIXTURES, name);
 
@@ -102,7 +79,32 @@ describe('mcp-envelope detect / normalize / convert / validate --as / wrap --dia
     expect(request.stderr).toContain('error[NOT_A_RESULT]');
     const unknown = await run(['convert', fixture('legacy.text.json'), '--to', 'nope']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain('error[USAGE_ERROR]');
+    expect(unknown.stderr).toBe(
+      'error[USAGE_ERROR]: --to must be one of prov-v0.1, scalpel-v1, hosted-v2, a11y-v0.1, legacy, got nope\n',
+    );
+  });
+
+  it('offers jsonrpc-request only where a request is meant: not as a result dialect', async () => {
+    for (const args of [
+      ['convert', fixture('legacy.text.json'), '--to', 'jsonrpc-request'],
+      ['wrap', '--dialect', 'jsonrpc-request', fixture('legacy.text.json')],
+    ]) {
+      const refused = await run(args);
+      expect(refused.code, args.join(' ')).toBe(2);
+      expect(refused.stderr).toMatch(/^error\[USAGE_ERROR\]: --(to|dialect) wants a result dialect \(/);
+      expect(refused.stderr).toContain('jsonrpc-request is a request form, not a result');
+    }
+    for (const args of [
+      ['convert', '--to', 'nope'],
+      ['wrap', '--dialect', 'nope'],
+    ]) {
+      const unknown = await run(args, '{}');
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).not.toContain('jsonrpc-request');
+    }
+    for (const command of ['convert', 'wrap']) {
+      expect((await run([command, '--help'])).stdout).not.toContain('jsonrpc-request');
+    }
   });
 
   it('validates against a dialect with --as', async () => {

@@ -1,30 +1,15 @@
-import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_LEDGER_DB } from '../../src/cli/commands/ledger.ts';
+import { resolveGatewayConfig } from '../../src/gateway/operations/config.ts';
+import { runCli } from '../helpers/cli.ts';
 import { callRecord } from '../unit/ledger/fixtures.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/mcp-envelope', import.meta.url));
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the built CLI as a child process. */
-function cli(cwd: string, ...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd, timeout: 20_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (cwd: string, ...args: string[]) => runCli(args, { cwd });
 
 const runA = '11111111-1111-4111-8111-111111111111';
 const runB = '22222222-2222-4222-8222-222222222222';
@@ -125,7 +110,6 @@ describe('mcp-envelope ledger', () => {
       [['ledger', 'show', 'no-such-run', '--db', 'l.sqlite'], 'LEDGER_RECORD_NOT_FOUND'],
       [['ledger', 'add', 'not-a-record.json', '--db', 'l.sqlite'], 'LEDGER_RECORD_INVALID'],
       [['ledger', 'list', '--db', 'l.sqlite', '--limit', 'many'], 'USAGE_ERROR'],
-      [['ledger', 'list'], 'USAGE_ERROR'],
       [['ledger'], 'USAGE_ERROR'],
     ];
     for (const [args, code] of cases) {
@@ -134,5 +118,43 @@ describe('mcp-envelope ledger', () => {
       expect(JSON.parse(run.stderr).error.code, args.join(' ')).toBe(code);
       expect(run.stdout).toBe('');
     }
+  });
+});
+
+describe('mcp-envelope ledger without --db', () => {
+  let dir: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ledger-default-'));
+    writeFileSync(join(dir, 'a.json'), JSON.stringify(callRecord(runA, 'echo').envelope));
+  });
+
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('uses the file the gateway writes by default', () => {
+    const config = resolveGatewayConfig({ upstreams: [{ name: 'u', stdio: { command: 'node' } }] }, dir, {
+      env: {},
+    });
+    expect(config.ledger.path).toBe(resolve(dir, DEFAULT_LEDGER_DB));
+  });
+
+  it('says where it looked, and how to point elsewhere, when there is none', async () => {
+    const run = await cli(dir, 'ledger', 'list');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(
+      /^error\[LEDGER_NOT_FOUND\]: No ledger at data\/ledger\.sqlite, .*--db FILE\n$/,
+    );
+  });
+
+  it('adds to, lists, shows and verifies that file', async () => {
+    const added = await cli(dir, 'ledger', 'add', 'a.json', '--upstream', 'legacy');
+    expect(added).toMatchObject({ code: 0, stderr: '' });
+    const listed = await cli(dir, 'ledger', 'list', '--json');
+    expect(JSON.parse(listed.stdout).entries).toEqual([expect.objectContaining({ run_id: runA })]);
+    // The same file as an explicit --db names.
+    const explicit = await cli(dir, 'ledger', 'list', '--db', DEFAULT_LEDGER_DB, '--json');
+    expect(explicit.stdout).toBe(listed.stdout);
+    expect((await cli(dir, 'ledger', 'show', runA)).code).toBe(0);
+    expect((await cli(dir, 'ledger', 'verify')).code).toBe(0);
   });
 });

@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, runCli, type TempDir, tempDir } from '../helpers/cli.ts';
 
@@ -82,6 +83,16 @@ describe('wrap', () => {
     ]);
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout).result).toEqual({ ok: 1 });
+  });
+
+  it("--exec runs the command in the CLI's folder and environment", async () => {
+    const script = 'console.log(JSON.stringify({cwd: process.cwd(), value: process.env.WRAP_TEST_VALUE}))';
+    const run = await runCli(['wrap', '--exec', '--', process.execPath, '-e', script], {
+      cwd: dir.path,
+      env: { WRAP_TEST_VALUE: 'from-io' },
+    });
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout).result).toEqual({ cwd: realpathSync(dir.path), value: 'from-io' });
   });
 
   it("--exec keeps the tool's own error codes", async () => {

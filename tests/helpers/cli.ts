@@ -3,8 +3,9 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { main } from '../../src/cli/main.ts';
 
-/** The real launcher, run as a child process exactly as users run it. */
+/** The real launcher, run as a child process exactly as users run it (it runs the built dist/). */
 export const BIN = fileURLToPath(new URL('../../bin/mcp-envelope', import.meta.url));
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -14,22 +15,59 @@ export interface CliRun {
   stdout: string;
   stderr: string;
   stdoutBytes: Buffer;
+  /** stdout and stderr as one terminal shows them, in the order written (in-process runs only). */
+  output?: string;
 }
 
 export interface CliOptions {
   /** Bytes for standard input; stdin is closed empty when not given. */
   input?: string | Uint8Array;
   cwd?: string;
-  /** The child is killed after this long, so a hang fails the test instead of stalling it. */
+  /** Added to the environment the CLI runs with. */
+  env?: NodeJS.ProcessEnv;
+  /** The child is killed after this long, so a hang fails the test instead of stalling it (runBin only). */
   timeoutMs?: number;
 }
 
-export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
+/**
+ * The CLI in-process: `main` from the TypeScript sources, so a test sees the
+ * code as edited, without a build and without a process per command.
+ */
+export async function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const both: string[] = [];
+  const code = await main(args, {
+    stdout: (text) => {
+      out.push(text);
+      both.push(text);
+    },
+    stderr: (text) => {
+      err.push(text);
+      both.push(text);
+    },
+    stdin: options.input ?? '',
+    env: { ...process.env, NO_COLOR: '1', ...options.env },
+    cwd: options.cwd ?? REPO_ROOT,
+  });
+  const stdoutBytes = Buffer.from(out.join(''), 'utf8');
+  return {
+    code,
+    signal: null,
+    stdout: out.join(''),
+    stderr: err.join(''),
+    stdoutBytes,
+    output: both.join(''),
+  };
+}
+
+/** bin/mcp-envelope as a child process: for what only a real process shows (exit status, pipes, launcher). */
+export function runBin(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? REPO_ROOT,
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, NO_COLOR: '1' },
+      env: { ...process.env, NO_COLOR: '1', ...options.env },
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];

@@ -2,7 +2,7 @@ import { Option } from 'commander';
 import { plainJson } from '../../canonical/json-value.ts';
 import { convert, normalize } from '../../envelope/convert.ts';
 import { detectDialect } from '../../envelope/detect.ts';
-import { DIALECT_IDS, type DialectId, type Loss } from '../../envelope/dialect.ts';
+import { DIALECT_IDS, type Loss, type ResultDialectId } from '../../envelope/dialect.ts';
 import { codecFor, isDialectId } from '../../envelope/dialects/index.ts';
 import {
   applyProfile,
@@ -19,11 +19,21 @@ import { EXIT } from '../output.ts';
 
 /** detect, normalize and convert: the dialect layer on the command line. */
 
-export function dialectOption(value: string | undefined, flag: string): DialectId {
+/** The dialects a tool result can be written in: all but the JSON-RPC request form. */
+export const RESULT_DIALECT_IDS = DIALECT_IDS.filter((id): id is ResultDialectId => id !== 'jsonrpc-request');
+
+/** A target dialect for a tool result, as --to and --dialect take it. */
+export function dialectOption(value: string | undefined, flag: string): ResultDialectId {
   if (!isDialectId(value)) {
     throw new EnvelopeError(
       'USAGE_ERROR',
-      `${flag} must be one of ${DIALECT_IDS.join(', ')}, got ${String(value)}`,
+      `${flag} must be one of ${RESULT_DIALECT_IDS.join(', ')}, got ${String(value)}`,
+    );
+  }
+  if (value === 'jsonrpc-request') {
+    throw new EnvelopeError(
+      'USAGE_ERROR',
+      `${flag} wants a result dialect (${RESULT_DIALECT_IDS.join(', ')}); jsonrpc-request is a request form, not a result (validate --as jsonrpc-request checks one)`,
     );
   }
   return value;
@@ -129,10 +139,7 @@ export const registerConvert: Registrar = (program, invocation) => {
       'convert a tool result to another dialect; every field the target cannot carry is reported (stderr), or with --strict refused',
     )
     .argument('[file]', 'file, or - for stdin', '-')
-    .requiredOption(
-      '--to <dialect>',
-      `target dialect: ${DIALECT_IDS.filter((id) => id !== 'jsonrpc-request').join(', ')}`,
-    )
+    .requiredOption('--to <dialect>', `target dialect: ${RESULT_DIALECT_IDS.join(', ')}`)
     .option('--strict', 'fail (CONVERSION_LOSSY, exit 1) instead of reporting losses')
     .option('--text', 'treat the input as text (a string payload) even if it is JSON')
     .option(

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { assertDigestAlg, digestFile, digestStream, digestValue } from '../../canonical/digest.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { type Registrar, runs } from '../command.ts';
-import { isStdin, readJsonInput } from '../input.ts';
+import { isStdin, readJsonInput, stdinChunks } from '../input.ts';
 import { EXIT } from '../output.ts';
 
 export const registerDigest: Registrar = (program, invocation) => {
@@ -22,7 +22,7 @@ export const registerDigest: Registrar = (program, invocation) => {
         if (options.raw) {
           try {
             const streamed = isStdin(file)
-              ? await digestStream(io.stdin as AsyncIterable<Uint8Array>, alg)
+              ? await digestStream(stdinChunks(io.stdin), alg)
               : await digestFile(resolve(io.cwd, file), alg);
             digest = { alg: streamed.alg, value: streamed.value };
             size = streamed.size;

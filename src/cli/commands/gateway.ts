@@ -85,7 +85,7 @@ export const registerGateway: Registrar = (program, invocation) => {
         // Loaded here, not at the top: the MCP SDK is only needed by the commands that serve.
         const { httpListen, loadGatewayConfig } = await import('../../gateway/operations/config.ts');
         const { startGateway } = await import('../../gateway/start.ts');
-        const config = loadGatewayConfig(resolve(io.cwd, flags.config));
+        const config = loadGatewayConfig(resolve(io.cwd, flags.config), { env: io.env });
         if (flags.http === false) config.listen.http = undefined;
         else if (typeof flags.http === 'string') {
           const { host, port } = parseListen(flags.http);

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { EnvelopeError } from '../../errors/index.ts';
+import { CONFIG_DEFAULTS } from '../../gateway/operations/config.ts';
 import { Ledger, type LedgerEntry, verifyLedger } from '../../ledger/index.ts';
 import { loadPublicKey } from '../../provenance/index.ts';
 import { type Invocation, type Registrar, runs } from '../command.ts';
@@ -8,17 +9,39 @@ import { readInputBytes, readJsonInput } from '../input.ts';
 import { type CliIo, EXIT } from '../output.ts';
 
 interface DbOption {
-  db: string;
+  db?: string;
 }
+
+/**
+ * The ledger file the gateway writes when its configuration sets no
+ * `ledger.path` (relative to the configuration's folder), so that ledger
+ * commands run in that folder find it without --db.
+ */
+export const DEFAULT_LEDGER_DB: string = CONFIG_DEFAULTS.ledger.path;
+
+const DB_HELP = `ledger database file (default: ${DEFAULT_LEDGER_DB}, where the gateway writes it)`;
 
 /** Opens the ledger for one command and always closes it. */
 async function withLedger<T>(
   io: CliIo,
-  file: string,
+  file: string | undefined,
   create: boolean,
   body: (ledger: Ledger) => Promise<T> | T,
 ): Promise<T> {
-  const ledger = Ledger.open(resolve(io.cwd, file), { create });
+  let ledger: Ledger;
+  try {
+    ledger = Ledger.open(resolve(io.cwd, file ?? DEFAULT_LEDGER_DB), { create });
+  } catch (error) {
+    if (file === undefined && error instanceof EnvelopeError && error.code === 'LEDGER_NOT_FOUND') {
+      throw new EnvelopeError(
+        'LEDGER_NOT_FOUND',
+        `No ledger at ${DEFAULT_LEDGER_DB}, where the gateway writes one by default (relative to its configuration file): run this in the configuration's folder, or pass --db FILE`,
+        error.details,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
   try {
     return await body(ledger);
   } finally {
@@ -68,7 +91,7 @@ function registerList(ledger: Command, invocation: Invocation): void {
   ledger
     .command('list')
     .description('list stored records, newest first')
-    .requiredOption('--db <file>', 'ledger database file')
+    .option('--db <file>', DB_HELP)
     .option('--tool <name>', 'only records of this tool')
     .option('--upstream <name>', 'only records from this upstream')
     .option('--limit <n>', 'at most this many', '100')
@@ -99,7 +122,7 @@ function registerShow(ledger: Command, invocation: Invocation): void {
     .command('show')
     .description('print the records with this run id or record digest')
     .argument('<key>', 'run id, or record digest (hex or sha256:hex)')
-    .requiredOption('--db <file>', 'ledger database file')
+    .option('--db <file>', DB_HELP)
     .action(
       runs(invocation, async ({ io }, key: string, options: DbOption) => {
         const entries = await withLedger(io, options.db, false, (store) => store.show(key));
@@ -122,7 +145,7 @@ function registerVerify(ledger: Command, invocation: Invocation): void {
     .command('verify')
     .description('recompute every stored record digest and verify each record; exit 1 when any fails')
     .argument('[key]', 'only the records with this run id or record digest')
-    .requiredOption('--db <file>', 'ledger database file')
+    .option('--db <file>', DB_HELP)
     .option('--artifacts <dir>', 'folder holding artifact content to re-digest (as verify takes it)')
     // The earlier spelling, kept working.
     .addOption(new Option('--artifacts-dir <dir>').hideHelp())
@@ -170,7 +193,7 @@ function registerAdd(ledger: Command, invocation: Invocation): void {
       'store a prov.record.v0.1 (or the record in an mcp.envelope.v0.1); creates the ledger if missing',
     )
     .argument('<file>', 'record or envelope file, or - for stdin')
-    .requiredOption('--db <file>', 'ledger database file')
+    .option('--db <file>', DB_HELP)
     .option('--tool <name>', 'tool name to file it under (default: the record’s tool.name)')
     .option('--upstream <name>', 'upstream it came from')
     .action(

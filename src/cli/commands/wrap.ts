@@ -25,8 +25,8 @@ import {
 } from '../../provenance/attach.ts';
 import { type Registrar, runs } from '../command.ts';
 import { displayName, isStdin, MAX_INPUT_BYTES, readInputBytes } from '../input.ts';
-import { EXIT } from '../output.ts';
-import { dialectOption, lossLines } from './dialects.ts';
+import { type CliIo, EXIT } from '../output.ts';
+import { dialectOption, lossLines, RESULT_DIALECT_IDS } from './dialects.ts';
 
 interface WrapCliOptions {
   exec?: boolean;
@@ -85,6 +85,7 @@ function runCommand(
   command: string,
   args: readonly string[],
   timeoutMs: number | undefined,
+  io: CliIo,
 ): Promise<ExecOutcome> {
   return new Promise((resolvePromise) => {
     const stdout: Buffer[] = [];
@@ -92,7 +93,7 @@ function runCommand(
     let stderr = Buffer.alloc(0);
     let timedOut = false;
     let spawnError: Error | undefined;
-    const child = spawn(command, [...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, [...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: io.cwd, env: io.env });
     const timer =
       timeoutMs === undefined
         ? undefined
@@ -217,17 +218,12 @@ export const registerWrap: Registrar = (program, invocation) => {
     .option('--timeout <ms>', 'with --exec: kill the command after this many milliseconds')
     .option(
       '--dialect <dialect>',
-      'envelope dialect to produce (prov-v0.1, scalpel-v1, hosted-v2, a11y-v0.1, legacy); an envelope of another dialect is converted, never nested',
+      `envelope dialect to produce (${RESULT_DIALECT_IDS.join(', ')}); an envelope of another dialect is converted, never nested`,
       'prov-v0.1',
     )
     .action(
       runs(invocation, async ({ io }, input: string[], options: WrapCliOptions) => {
         const dialect = dialectOption(options.dialect, '--dialect');
-        if (dialect === 'jsonrpc-request')
-          throw new EnvelopeError(
-            'NOT_A_RESULT',
-            'wrap produces tool results; jsonrpc-request is a request envelope',
-          );
         const context = {
           ...(options.toolName !== undefined ? { tool: options.toolName } : {}),
           ...(options.requestId !== undefined ? { requestId: options.requestId } : {}),
@@ -265,7 +261,7 @@ export const registerWrap: Registrar = (program, invocation) => {
             labels: { role: 'command' },
           };
           const started = performance.now();
-          const run = await runCommand(command, args, timeoutMs);
+          const run = await runCommand(command, args, timeoutMs, io);
           if (!controls.deterministic) meta.duration_ms = Math.round(performance.now() - started);
           const warnings: IssueEntry[] = [];
           if (run.stdoutNotUtf8) {
