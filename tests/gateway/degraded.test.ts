@@ -1,4 +1,4 @@
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -6,8 +6,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startHttpGateway } from '../../src/gateway/http/server.ts';
-import { readCallLog } from '../../src/gateway/operations/call-log.ts';
+import { readLatestCallLogs } from '../../src/gateway/operations/call-log.ts';
 import { openClientSession } from '../../src/gateway/relay/client-session.ts';
+import { printed, within } from './events.ts';
 import { type GatewayDir, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
 import { BIN, FIXTURE, NODE, postInitialize, ROOT, type Running } from './processes.ts';
 
@@ -23,7 +24,6 @@ interface ProvEnvelope {
   errors?: { code: string; message: string; details?: Record<string, unknown> }[];
 }
 const envelopeOf = (result: unknown) => (result as { structuredContent: ProvEnvelope }).structuredContent;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Holds the files whose presence keeps the fixture from starting. */
 const scratch = mkdtempSync(join(tmpdir(), 'mcp-envelope-degraded-'));
@@ -61,13 +61,31 @@ function degradedConfig(blocker: string, count = 3): GatewayDir {
   });
 }
 
-/** Waits (bounded) until `check` holds. */
-async function until(check: () => boolean | Promise<boolean>, what: string, tries = 100): Promise<void> {
-  for (let attempt = 0; attempt < tries; attempt++) {
-    if (await check()) return;
-    await sleep(100);
-  }
-  throw new Error(`gave up waiting for ${what}`);
+/**
+ * Counts the client's tools/list_changed notifications. The gateway sends one
+ * for each upstream that comes back; `reached(n)` waits (bounded) for the n-th.
+ */
+function listChanges(client: Client): { reached(count: number): Promise<void> } {
+  let seen = 0;
+  const waiting = new Set<() => void>();
+  client.setNotificationHandler('notifications/tools/list_changed', () => {
+    seen++;
+    for (const wake of waiting) wake();
+  });
+  return {
+    reached(count) {
+      const arrived = new Promise<void>((resolve) => {
+        const wake = () => {
+          if (seen < count) return;
+          waiting.delete(wake);
+          resolve();
+        };
+        waiting.add(wake);
+        wake();
+      });
+      return within(arrived, 10_000, `tools/list_changed number ${count}`);
+    },
+  };
 }
 
 afterAll(() => {
@@ -89,10 +107,7 @@ describe('over HTTP, with two of three upstreams unable to start', () => {
     const paths = degradedConfig(blocker);
     gateway = await startGatewayHttp(['--config', paths.config, '--no-stdio']);
     client = new Client({ name: 'degraded', version: '1.0.0' });
-    let changed = 0;
-    client.setNotificationHandler('notifications/tools/list_changed', () => {
-      changed++;
-    });
+    const changes = listChanges(client);
     await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
 
     const before = (await client.listTools()).tools.map((tool) => tool.name);
@@ -123,25 +138,24 @@ describe('over HTTP, with two of three upstreams unable to start', () => {
     });
 
     const running = gateway;
-    await until(() => /upstream beta did not start.*serving without it/.test(running.stderr()), 'the report');
+    await printed(running, /upstream beta did not start.*serving without it/);
     expect(running.stderr()).toMatch(/upstream beta did not start: exited with code 3 \(stderr: not ready: /);
 
     rmSync(blocker);
-    await until(() => changed > 0, 'tools/list_changed');
-    const connected = client;
-    await until(async () => {
-      const names = (await connected.listTools()).tools.map((tool) => tool.name);
-      return names.includes('beta__echo') && names.includes('gamma__echo');
-    }, 'beta and gamma in tools/list');
+    // One notification for beta coming back, one for gamma.
+    await changes.reached(2);
+    const names = (await client.listTools()).tools.map((tool) => tool.name);
+    expect(names).toEqual(expect.arrayContaining(['beta__echo', 'gamma__echo']));
     const back = await client.callTool({ name: 'beta__echo', arguments: { text: 'back' } });
     expect(envelopeOf(back).result).toEqual({ text: 'back' });
     const passed = await client.callTool({ name: 'gamma__echo', arguments: { text: 'back' } });
     expect(passed.structuredContent).toEqual({ text: 'back' });
-    expect(running.stderr()).toMatch(/upstream beta is back/);
+    // stderr is a pipe of its own, which need not have caught up with the notifications.
+    await printed(running, /upstream beta is back/);
 
     await client.close();
     await gateway.stop();
-    const log = readCallLog(realpathSync(join(paths.logs, 'gateway', 'calls.latest.jsonl')));
+    const log = readLatestCallLogs(join(paths.logs, 'gateway'));
     expect(log.map((line) => [line.upstream, line.tool, line.code])).toEqual([
       ['alpha', 'echo', null],
       ['beta', 'echo', 'ADAPTER.EXECUTION.FAILED'],
@@ -168,10 +182,7 @@ describe('over stateless HTTP (2026-07-28), with one of two upstreams unable to 
       { name: 'degraded-modern', version: '1.0.0' },
       { versionNegotiation: { mode: { pin: '2026-07-28' } } },
     );
-    let changed = 0;
-    client.setNotificationHandler('notifications/tools/list_changed', () => {
-      changed++;
-    });
+    const changes = listChanges(client);
     await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
     expect(client.getProtocolEra()).toBe('modern');
     const listening = await client.listen({ toolsListChanged: true });
@@ -182,7 +193,8 @@ describe('over stateless HTTP (2026-07-28), with one of two upstreams unable to 
     expect(envelopeOf(beta).errors?.[0]?.code).toBe('ADAPTER.EXECUTION.FAILED');
 
     rmSync(blocker);
-    await until(() => changed > 0, 'tools/list_changed on the listen stream');
+    // On the listen stream.
+    await changes.reached(1);
     const back = await client.callTool({ name: 'beta__echo', arguments: { text: 'back' } });
     expect(envelopeOf(back).result).toEqual({ text: 'back' });
     await listening.close();
@@ -194,10 +206,7 @@ describe('over stdio, with one of two upstreams unable to start', () => {
     const blocker = blockerFile('stdio');
     const paths = degradedConfig(blocker, 2);
     const client = new Client({ name: 'degraded-stdio', version: '1.0.0' });
-    let changed = 0;
-    client.setNotificationHandler('notifications/tools/list_changed', () => {
-      changed++;
-    });
+    const changes = listChanges(client);
     await client.connect(
       new StdioClientTransport({
         command: NODE,
@@ -214,7 +223,7 @@ describe('over stdio, with one of two upstreams unable to start', () => {
       expect(envelopeOf(beta).errors?.[0]?.code).toBe('ADAPTER.EXECUTION.FAILED');
 
       rmSync(blocker);
-      await until(() => changed > 0, 'tools/list_changed');
+      await changes.reached(1);
       expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('beta__echo');
       const back = await client.callTool({ name: 'beta__echo', arguments: { text: 'back' } });
       expect(envelopeOf(back).result).toEqual({ text: 'back' });
@@ -281,11 +290,7 @@ describe('an upstream that never comes back', () => {
       config.auth = { required: false, tokens: [] };
     });
     gateway = await startGatewayHttp(['--config', paths.config, '--no-stdio']);
-    const running = gateway;
-    await until(
-      () => /upstream beta gave up after 2 restart attempts/.test(running.stderr()),
-      'the give-up line',
-    );
+    await printed(gateway, /upstream beta gave up after 2 restart attempts/);
     const client = new Client({ name: 'after-give-up', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
     try {

@@ -1,9 +1,18 @@
 import type { Client } from '@modelcontextprotocol/client';
 import { LOG_LEVEL_META_KEY } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, httpTarget, statelessEraClient, stdioTarget, textOf } from './era-2026-07-28.ts';
+import { httpTarget, statelessEraClient, stdioTarget, textOf } from './era-2026-07-28.ts';
+import { within } from './events.ts';
 
-/** Upstream notifications for 2026-07-28 clients: listen streams, per-request log levels, progress. */
+/**
+ * Upstream notifications for 2026-07-28 clients: listen streams, per-request log levels, progress.
+ *
+ * The gateway lets a listen stream's resources go once it learns the stream
+ * closed: on stdio from the notifications/cancelled that close() writes, over
+ * HTTP from the stream's connection, which close() drops before it POSTs that
+ * notification and awaits the answer. Either way that is before any request
+ * made after close() resolves, so the upstream's unsubscribe goes out first.
+ */
 
 function signal(): { promise: Promise<void>; fire: () => void } {
   let fire: () => void = () => {};
@@ -72,17 +81,32 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 notifications over $nam
     expect(textOf(await client.callTool({ name: 'touch_resource', arguments: { uri } }))).toBe('touched');
     await updated.promise;
     await listening.close();
-    await eventually(client, 'subscribed', (text) => !JSON.parse(text).includes(uri));
+    expect(JSON.parse(textOf(await client.callTool({ name: 'subscribed', arguments: {} })))).not.toContain(
+      uri,
+    );
   });
 
   it('subscribes a restarted upstream again to what open listen streams name', async () => {
     const uri = `test://template/${target.name}-restart/data`;
+    // The fixture reports a resource as updated just after each subscription to it: first the
+    // gateway's own, then, after the restart, the one it makes again.
+    const subscribed = signal();
+    const resubscribed = signal();
+    let updates = 0;
+    client.setNotificationHandler('notifications/resources/updated', async (notification) => {
+      if (notification.params.uri !== uri) return;
+      updates++;
+      (updates === 1 ? subscribed : resubscribed).fire();
+    });
     const listening = await client.listen({ resourceSubscriptions: [uri] });
+    // Crashing before the first report went out would lose it with the process.
+    await within(subscribed.promise, 10_000, 'resources/updated after subscribing');
     const before = textOf(await client.callTool({ name: 'pid', arguments: {} }));
     await client.callTool({ name: 'crash', arguments: {} }).catch(() => {});
+    await within(resubscribed.promise, 10_000, 'resources/updated after the restart');
     // A new process, which has never heard of the URI unless the gateway subscribed it again.
-    await eventually(client, 'pid', (pid) => pid !== before);
-    await eventually(client, 'subscribed', (text) => JSON.parse(text).includes(uri));
+    expect(textOf(await client.callTool({ name: 'pid', arguments: {} }))).not.toBe(before);
+    expect(JSON.parse(textOf(await client.callTool({ name: 'subscribed', arguments: {} })))).toContain(uri);
     await listening.close();
   });
 
@@ -107,7 +131,7 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 notifications over $nam
     const again = await client.listen({ resourceSubscriptions: ['test://template/0-0/data'] });
     await again.close();
     await Promise.all(streams.map((stream) => stream.close()));
-    await eventually(client, 'subscribed', (text) => JSON.parse(text).length === 0);
+    expect(JSON.parse(textOf(await client.callTool({ name: 'subscribed', arguments: {} })))).toEqual([]);
     const after = await client.listen({ resourceSubscriptions: ['test://template/one-more/data'] });
     await after.close();
   });
@@ -163,18 +187,10 @@ describe.each([httpTarget(), stdioTarget()])(
       );
       const error = await client.listen({ resourceSubscriptions: [uri] }).catch((caught: unknown) => caught);
       expect(error).toMatchObject({ data: { canonical_code: 'RESOURCE_EXHAUSTED', max: 1024 } });
+      // Once close() resolves the gateway has counted the stream out (see the top of this file).
       await streams.pop()?.close();
-      // Over HTTP the gateway learns of the closed stream when its connection closes, a moment
-      // later (longer on a loaded machine): ask again until then, for at most 15 s.
-      let replacement: Awaited<ReturnType<Client['listen']>> | undefined;
-      for (const deadline = Date.now() + 15_000; !replacement && Date.now() < deadline; ) {
-        replacement = await client.listen({ resourceSubscriptions: [uri] }).catch(async () => {
-          await new Promise((resolve) => setTimeout(resolve, 20));
-          return undefined;
-        });
-      }
-      expect(replacement).toBeDefined();
-      await Promise.all([...streams, ...(replacement ? [replacement] : [])].map((stream) => stream.close()));
+      const replacement = await client.listen({ resourceSubscriptions: [uri] });
+      await Promise.all([...streams, replacement].map((stream) => stream.close()));
     });
   },
 );

@@ -1,13 +1,12 @@
-import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HttpGateway, startHttpGateway } from '../../src/gateway/http/server.ts';
-import { readCallLog } from '../../src/gateway/operations/call-log.ts';
+import { readLatestCallLogs } from '../../src/gateway/operations/call-log.ts';
 import {
   callLeg,
-  eventually,
   httpTarget,
   type InputRequired,
   SAMPLED,
@@ -16,6 +15,7 @@ import {
   type Target,
   textOf,
 } from './era-2026-07-28.ts';
+import { deferred, within } from './events.ts';
 import { FIXTURE, NODE } from './processes.ts';
 
 /**
@@ -41,6 +41,17 @@ async function closeAll(): Promise<void> {
 
 function errorOf(error: unknown): { code?: number; message?: string; data?: { canonical_code?: string } } {
   return error as { code?: number; message?: string; data?: { canonical_code?: string } };
+}
+
+/**
+ * Resolves once a call started now has timed out upstream. Where it is used
+ * every call has the same timeout, so its timer, set last, fires after those of
+ * the calls parked before it: by then they were given up and cancelled
+ * upstream, their cancellations ahead of this call's own.
+ */
+async function outlastTimeout(client: Client): Promise<void> {
+  const late = await client.callTool({ name: 'slow', arguments: { ms: 30_000 } }).catch(errorOf);
+  expect(late).toMatchObject({ data: { canonical_code: 'TIMEOUT' } });
 }
 
 describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name', (target) => {
@@ -96,8 +107,11 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
     // its onprogress path can miss a notification read in the same chunk as the result. Collect
     // progress with a handler of our own; onprogress still makes every leg ask for progress.
     const steps: { token: unknown; message: string }[] = [];
+    const asked = () => steps.filter((step) => !step.message.startsWith('Fulfilling'));
+    const bothAsked = deferred();
     client.setNotificationHandler('notifications/progress', (notification) => {
       steps.push({ token: notification.params.progressToken, message: notification.params.message ?? '' });
+      if (asked().length === 2) bothAsked.resolve();
     });
     const sent = await connected(target, client);
     const before = sent('tools/call');
@@ -106,10 +120,8 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
     expect(questions).toEqual(['Your name?', 'Your favourite color?']);
     // The first call and one retry per round.
     expect(sent('tools/call') - before).toBe(3);
-    const asked = () => steps.filter((step) => !step.message.startsWith('Fulfilling'));
-    await vi.waitFor(() =>
-      expect(asked().map((step) => step.message)).toEqual(['asking for a name', 'asking for a color']),
-    );
+    await within(bothAsked.promise, 5_000, 'progress for both rounds');
+    expect(asked().map((step) => step.message)).toEqual(['asking for a name', 'asking for a color']);
     // Each round's progress goes to the leg that was waiting then, under that leg's own token.
     const [name, color] = asked();
     expect(name?.token).not.toEqual(color?.token);
@@ -187,7 +199,8 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
     const before = Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })));
     const error = await client.callTool({ name: 'ask_twice', arguments: {} }).catch(errorOf);
     expect(error).toMatchObject({ code: -32021 });
-    await eventually(client, 'cancellations', (text) => Number(text) > before);
+    // The gateway cancels upstream before it answers, so the cancellation is ahead of this call.
+    expect(Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })))).toBe(before + 1);
   });
 
   it('drops a request the upstream withdrew while the call was parked', async () => {
@@ -276,7 +289,11 @@ describe.each([httpTarget(['--timeout', '1500']), stdioTarget(['--timeout', '150
       const before = Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })));
       const first = await callLeg(client, { name: 'ask_twice', arguments: {} });
       expect(first.resultType).toBe('input_required');
-      await eventually(client, 'cancellations', (text) => Number(text) > before);
+      await outlastTimeout(client);
+      // The parked call's cancellation and the timed-out one's.
+      expect(Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })))).toBe(
+        before + 2,
+      );
       const [key] = Object.keys(first.inputRequests ?? {});
       const retry = {
         name: 'ask_twice',
@@ -284,11 +301,9 @@ describe.each([httpTarget(['--timeout', '1500']), stdioTarget(['--timeout', '150
         inputResponses: { [key as string]: NAME },
         requestState: first.requestState,
       };
-      // Until the call is dropped its outcome, the upstream's timeout, is kept for the retry.
-      const late = errorOf(await callLeg(client, retry).catch((error: unknown) => error));
-      if (late.code !== -32602) expect(late).toMatchObject({ data: { canonical_code: 'TIMEOUT' } });
-      const again = await callLeg(client, retry).catch(errorOf);
-      expect(again).toMatchObject({ code: -32602, message: 'Invalid or expired requestState' });
+      // Dropped at its timeout, the call is gone: its state is spent.
+      const spent = await callLeg(client, retry).catch(errorOf);
+      expect(spent).toMatchObject({ code: -32602, message: 'Invalid or expired requestState' });
     });
   },
 );
@@ -389,14 +404,12 @@ describe.each([withLogs(httpTarget), withLogs(stdioTarget)])(
         result: 'LLM response: sampled',
       });
       await client.callTool({ name: 'echo', arguments: { text: 'after' } });
-      const latest = join(logs, 'rounds', 'calls.latest.jsonl');
-      // pino writes asynchronously: the echo's line comes after every earlier one.
-      let lines = existsSync(latest) ? readCallLog(realpathSync(latest)) : [];
-      while (!lines.some((line) => line.tool === 'echo')) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        lines = existsSync(latest) ? readCallLog(realpathSync(latest)) : [];
-      }
-      expect(lines.filter((line) => line.tool === 'test_sampling')).toHaveLength(1);
+      // pino writes asynchronously; a gateway that has ended has flushed its log. The stdio
+      // gateway ends with its client, whose close() waits for the process to exit.
+      await client.close();
+      await target.stop();
+      const lines = readLatestCallLogs(join(logs, 'rounds'));
+      expect(lines.map((line) => line.tool)).toEqual(['test_sampling', 'echo']);
     });
   },
 );
@@ -429,7 +442,8 @@ describe('a gateway at its limit of parked calls', () => {
     expect(parked.resultType).toBe('input_required');
     const refused = await callLeg(client, { name: 'ask_twice', arguments: {} }).catch(errorOf);
     expect(refused).toMatchObject({ data: { canonical_code: 'RESOURCE_EXHAUSTED' } });
-    await eventually(client, 'cancellations', (text) => Number(text) > before);
+    // The gateway cancels upstream before it answers, so the cancellation is ahead of this call.
+    expect(Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })))).toBe(before + 1);
     const [key] = Object.keys(parked.inputRequests ?? {});
     const done = await callLeg(client, {
       ...call,
@@ -466,11 +480,10 @@ describe('a gateway at its limit of parked calls, with a short call timeout', ()
     const abandoned = await callLeg(client, { name: 'ask_twice', arguments: {} });
     expect(abandoned.resultType).toBe('input_required');
     const call = { name: 'test_sampling', arguments: { prompt: 'p' } };
-    for (;;) {
-      const next = await callLeg(client, call).catch(errorOf);
-      if ((next as InputRequired).resultType === 'input_required') break;
-      expect(next).toMatchObject({ data: { canonical_code: 'RESOURCE_EXHAUSTED' } });
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const refused = await callLeg(client, call).catch(errorOf);
+    expect(refused).toMatchObject({ data: { canonical_code: 'RESOURCE_EXHAUSTED' } });
+    await outlastTimeout(client);
+    const next = await callLeg(client, call);
+    expect(next.resultType).toBe('input_required');
   });
 });

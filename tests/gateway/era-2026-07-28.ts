@@ -99,19 +99,6 @@ export function textOf(result: { content?: unknown }): string {
   return (result.content as { text?: string }[] | undefined)?.[0]?.text ?? '';
 }
 
-/** Calls a tool until its text satisfies `done`; the test's own timeout bounds the wait. */
-export async function eventually(
-  client: Client,
-  tool: string,
-  done: (text: string) => boolean,
-): Promise<string> {
-  for (;;) {
-    const text = textOf(await client.callTool({ name: tool, arguments: {} }));
-    if (done(text)) return text;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 export const SAMPLED = {
   role: 'assistant' as const,
   model: 'test-model',

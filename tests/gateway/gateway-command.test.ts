@@ -2,7 +2,7 @@ import { existsSync, lstatSync, readFileSync, realpathSync, writeFileSync } from
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCallLog } from '../../src/gateway/operations/call-log.ts';
+import { latestCallLogLinks, readCallLog } from '../../src/gateway/operations/call-log.ts';
 import { outputSchemaFor } from '../../src/mcp/dialects.ts';
 import { defaultRegistry } from '../../src/schemas/index.ts';
 import {
@@ -191,17 +191,20 @@ describe('bin/mcp-envelope gateway over HTTP, in front of the example servers', 
     expect(envelopeOf(after).result).toBe('back');
   });
 
+  // Last in this group: it stops the gateway.
   it('writes one call-log line per call, with the .latest.jsonl symlink', async () => {
-    const latest = join(paths.logs, 'gateway', 'calls.latest.jsonl');
+    // The link of this gateway instance, the only one logging here.
+    const links = latestCallLogLinks(join(paths.logs, 'gateway'));
+    expect(links).toHaveLength(1);
+    const latest = links[0] ?? '';
     expect(lstatSync(latest).isSymbolicLink()).toBe(true);
     const file = realpathSync(latest);
     expect(existsSync(file)).toBe(true);
-    // pino writes asynchronously: wait (bounded) for every line to reach the file.
-    let lines = readCallLog(file);
-    for (let tries = 0; tries < 50 && lines.length < calls; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      lines = readCallLog(file);
-    }
+    // pino writes asynchronously; a gateway that has ended has flushed every line.
+    await client.close();
+    await gateway.stop();
+    expect(gateway.child.exitCode).toBe(0);
+    const lines = readCallLog(file);
     expect(lines.length).toBe(calls);
     expect(lines.every((line) => line.transport === 'http')).toBe(true);
     expect(lines).toContainEqual(

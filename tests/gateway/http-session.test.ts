@@ -1,6 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prefersEventStream } from '../../src/gateway/transports/2025-11-25/session-transport.ts';
+import { deferred } from './events.ts';
 import { initializeMessage, type Running, startProxyHttp } from './processes.ts';
 
 const VERSION = '2025-06-18';
@@ -30,8 +31,13 @@ describe('a 2025-era HTTP session answers each POST as JSON or as a stream', () 
   let proxy: Running;
   let session: string;
 
-  async function post(body: unknown, headers: Record<string, string> = {}): Promise<Posted> {
-    const response = await fetch(proxy.url, {
+  /** POSTs on the session; resolves with the response as soon as its headers are in. */
+  function send(
+    body: unknown,
+    headers: Record<string, string> = {},
+    signal?: AbortSignal,
+  ): Promise<Response> {
+    return fetch(proxy.url, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -41,13 +47,21 @@ describe('a 2025-era HTTP session answers each POST as JSON or as a stream', () 
         ...headers,
       },
       body: typeof body === 'string' ? body : JSON.stringify(body),
+      ...(signal ? { signal } : {}),
     });
+  }
+
+  async function read(response: Response): Promise<Posted> {
     return {
       status: response.status,
       type: response.headers.get('content-type') ?? '',
       session: response.headers.get('mcp-session-id'),
       text: await response.text(),
     };
+  }
+
+  async function post(body: unknown, headers: Record<string, string> = {}): Promise<Posted> {
+    return read(await send(body, headers));
   }
 
   const call = (id: number, name: string, args: Record<string, unknown> = {}, meta?: object) => ({
@@ -188,55 +202,64 @@ describe('a 2025-era HTTP session answers each POST as JSON or as a stream', () 
 
   it('survives a client that leaves in the middle of a call, and serves the next one', async () => {
     const controller = new AbortController();
-    const leaving = fetch(proxy.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: JSON_FIRST,
-        'mcp-protocol-version': VERSION,
-        'mcp-session-id': session,
-      },
-      body: JSON.stringify(call(12, 'slow', { ms: 300 })),
-      signal: controller.signal,
-    });
-    setTimeout(() => controller.abort(), 50);
-    await expect(leaving).rejects.toThrow();
+    // With a progress token the upstream reports as soon as the call reaches it, which switches
+    // the reply to a stream: its headers arriving mean the call is under way.
+    const leaving = await send(
+      call(12, 'slow', { ms: 1000 }, { progressToken: 'leaving' }),
+      {},
+      controller.signal,
+    );
+    expect(leaving.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    controller.abort();
+    await expect(leaving.text()).rejects.toThrow();
     const next = await post(call(13, 'echo', { text: 'after' }));
     expect(JSON.parse(next.text)).toMatchObject({ id: 13, result: { structuredContent: { text: 'after' } } });
   });
 
   it('passes a cancellation POSTed by the SDK client on to the upstream', async () => {
     const client = new Client({ name: 'cancelling', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    // The cancellation is a POST of its own; once it is answered the gateway has passed it upstream,
+    // ahead of any call sent after it.
+    const cancelled = deferred<Response>();
+    const transport = new StreamableHTTPClientTransport(new URL(proxy.url), {
+      fetch: async (url, init) => {
+        const response = await fetch(url, init);
+        if (typeof init?.body === 'string' && init.body.includes('"notifications/cancelled"')) {
+          cancelled.resolve(response);
+        }
+        return response;
+      },
+    });
+    await client.connect(transport);
     try {
       const controller = new AbortController();
+      // The upstream reports progress once the call has reached it: only then is there something to cancel.
       const call = client
-        .callTool({ name: 'slow', arguments: { ms: 5000 } }, { signal: controller.signal })
+        .callTool(
+          { name: 'slow', arguments: { ms: 5000 } },
+          { signal: controller.signal, onprogress: () => controller.abort() },
+        )
         .catch((error: unknown) => error);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      controller.abort();
       expect(await call).toBeInstanceOf(Error);
-      let seen = 0;
-      for (let attempt = 0; attempt < 50 && seen === 0; attempt++) {
-        const counted = await client.callTool({ name: 'cancellations', arguments: {} });
-        seen = Number((counted.content as { text: string }[])[0]?.text);
-        if (seen === 0) await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      expect(seen).toBe(1);
+      expect((await cancelled.promise).status).toBe(202);
+      const counted = await client.callTool({ name: 'cancellations', arguments: {} });
+      expect(Number((counted.content as { text: string }[])[0]?.text)).toBe(1);
     } finally {
       await client.close();
     }
   });
 
   it('refuses a request whose id is still waiting for its answer, and answers the first one', async () => {
-    const first = post(call(20, 'slow', { ms: 300 }));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The upstream's progress switches the reply to a stream: its headers arriving mean id 20 is
+    // in flight, and it stays so for the second the tool takes.
+    const first = await send(call(20, 'slow', { ms: 1000 }, { progressToken: 'p-20' }));
+    expect(first.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const again = await post(call(20, 'echo', { text: 'same id' }));
     expect(again.status).toBe(400);
     expect(JSON.parse(again.text)).toMatchObject({ error: { code: -32600 } });
     const twice = await post([call(21, 'echo', { text: 'a' }), call(21, 'echo', { text: 'b' })]);
     expect(twice.status).toBe(400);
-    expect(JSON.parse((await first).text)).toMatchObject({
+    expect(messagesOf(await read(first)).at(-1)).toMatchObject({
       id: 20,
       result: { content: [{ text: 'slow done' }] },
     });

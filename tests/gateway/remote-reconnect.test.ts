@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClientSession, openClientSession } from '../../src/gateway/relay/client-session.ts';
+import { deferred, within } from './events.ts';
 import { FIXTURE, type Running, startListening } from './processes.ts';
 
 /**
@@ -62,15 +63,18 @@ describe('a remote Streamable HTTP upstream that drops and comes back', () => {
       .catch((e: unknown) => e);
     expect(codeOf(down)).toBe('ADAPTER.EXECUTION.FAILED');
 
-    const generation = session.upstreams[0]?.generation ?? 0;
-    remote = await startListening([FIXTURE, '--http', port]);
-    let answer: unknown;
-    // Bounded: the backoff tops out at 200 ms here, so a few seconds is ample.
-    for (let attempt = 0; attempt < 100; attempt++) {
-      answer = await client.callTool({ name: 'echo', arguments: { text: 'back' } }).catch((e: unknown) => e);
-      if (!(answer instanceof Error)) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    const upstream = session.upstreams[0];
+    const generation = upstream?.generation ?? 0;
+    const recovered = deferred();
+    const unsubscribe = upstream?.onRecovered(() => recovered.resolve());
+    try {
+      remote = await startListening([FIXTURE, '--http', port]);
+      // Bounded: the backoff tops out at 200 ms here, so a few seconds is ample.
+      await within(recovered.promise, 5_000, 'reconnection to the remote upstream');
+    } finally {
+      unsubscribe?.();
     }
+    const answer = await client.callTool({ name: 'echo', arguments: { text: 'back' } });
     expect(answer).toMatchObject({ structuredContent: { text: 'back' } });
     expect(session.upstreams[0]?.generation).toBeGreaterThan(generation);
   });

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { Client, ProtocolError } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deferred, within } from './events.ts';
 import { BIN, FIXTURE, initializeMessage, NODE, ROOT, stopChild } from './processes.ts';
 
 function textOf(result: { content?: unknown }): string {
@@ -10,6 +11,8 @@ function textOf(result: { content?: unknown }): string {
 }
 
 let samplingAborts = 0;
+/** Resolves at the next sampling request the upstream withdraws. */
+let samplingAborted = deferred();
 
 /** An SDK v2 client talking to `bin/mcp-envelope proxy` as a real process over stdio. */
 async function connectProxy(
@@ -24,6 +27,7 @@ async function connectProxy(
       // Waits until the server gives up; the abort proves its cancellation came through.
       await new Promise<void>((resolve) => ctx.mcpReq.signal.addEventListener('abort', () => resolve()));
       samplingAborts++;
+      samplingAborted.resolve();
       throw new Error('cancelled');
     }
     return {
@@ -166,11 +170,11 @@ describe('proxy over stdio', () => {
   });
 
   it('passes the upstream cancelling its own sampling request on to the downstream client', async () => {
+    samplingAborted = deferred();
     const result = await client.callTool({ name: 'impatient_sampling', arguments: {} });
     expect(textOf(result)).toBe('gave up');
-    for (let attempt = 0; attempt < 50 && samplingAborts === 0; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    // The cancellation arrives ahead of the result, but the client handles notifications a microtask late.
+    await within(samplingAborted.promise, 5_000, 'cancellation of the sampling request');
     expect(samplingAborts).toBe(1);
   });
 
