@@ -131,6 +131,7 @@ export async function startGateway(
   let stdio: StdioGateway | undefined;
   const closeAll = async () => {
     await Promise.allSettled([http?.close(), stdio?.close()]);
+    enforcement.flush();
     await callLog?.close();
     ledger?.close();
   };

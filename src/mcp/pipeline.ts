@@ -8,7 +8,7 @@ import { PipelineRpcError, ToolSchemaError } from './pipeline/errors.ts';
 import { fromRejection, invokeTool } from './pipeline/invoke.ts';
 import { attachProvenance } from './pipeline/provenance.ts';
 import { readOutput } from './pipeline/read-output.ts';
-import type { CallSummary } from './pipeline/report.ts';
+import { type AnsweredAt, answeredAt, type CallSummary } from './pipeline/report.ts';
 import type { Pipeline, PipelineOptions, ToolCall } from './pipeline/types.ts';
 import { checkInput } from './pipeline/validate-input.ts';
 import type { ToolResultLike } from './tool-result.ts';
@@ -37,7 +37,14 @@ export type {
   CallSummary,
   RecordPlacement,
 } from './pipeline/report.ts';
-export { digestOf, relayedSummary, thrownSummary, type UnenforcedCall } from './pipeline/report.ts';
+export {
+  type AnsweredAt,
+  answeredAt,
+  digestOf,
+  relayedSummary,
+  thrownSummary,
+  type UnenforcedCall,
+} from './pipeline/report.ts';
 export type {
   Pipeline,
   PipelineOptions,
@@ -74,9 +81,15 @@ async function decide(ctx: CallContext): Promise<Decision | { interim: ToolResul
 export function createPipeline(options: PipelineOptions = {}): Pipeline {
   const settings = resolveSettings(options);
 
-  /** Hands the call's summary to whoever listens. */
-  function report(ctx: CallContext, summary: CallSummary): void {
-    options.onCall?.(summary);
+  /** Hands the call's summary to whoever listens, built at most once, as of now. */
+  function report(ctx: CallContext, build: (at: AnsweredAt) => CallSummary): void {
+    const at = answeredAt(ctx.call.signal);
+    let built: CallSummary | undefined;
+    const summary = () => {
+      built ??= build(at);
+      return built;
+    };
+    if (options.onCall) options.onCall(summary());
     ctx.call.report?.(summary);
   }
 
@@ -91,12 +104,13 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
       if ('interim' in decided) return decided.interim as CallToolResult;
       decision = decided;
     } catch (error) {
-      if (error instanceof PipelineRpcError && listened(ctx)) report(ctx, reportRpcError(ctx, error));
+      if (error instanceof PipelineRpcError && listened(ctx))
+        report(ctx, (at) => reportRpcError(ctx, error, at));
       throw error;
     }
     const placed = attachProvenance(ctx, decision);
     const answer = encodeAnswer(ctx, placed);
-    if (listened(ctx)) report(ctx, reportAnswer(ctx, placed, answer));
+    if (listened(ctx)) report(ctx, (at) => reportAnswer(ctx, placed, answer, at));
     return answer.result;
   }
 

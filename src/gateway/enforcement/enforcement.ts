@@ -6,6 +6,7 @@ import { EnvelopeError } from '../../errors/index.ts';
 import type { IdSource } from '../../ids/index.ts';
 import type { Ledger } from '../../ledger/index.ts';
 import {
+  answeredAt,
   type CallSummary,
   createPipeline,
   type Pipeline,
@@ -73,6 +74,8 @@ function tierOf(context: ToolCallContext): string | undefined {
 export class Enforcement {
   readonly #routes = new Map<string, Route>();
   readonly #options: EnforcementOptions;
+  /** Call-log lines to write once their answers have gone. */
+  readonly #waiting = new Set<() => void>();
 
   constructor(options: EnforcementOptions) {
     this.#options = options;
@@ -148,7 +151,7 @@ export class Enforcement {
       // Without a log or a ledger nothing reads the report, so none is made (its digests cost).
       const filing = this.#options.callLog !== undefined || this.#options.ledger !== undefined;
       const report = filing
-        ? (summary: CallSummary) => {
+        ? (summary: () => CallSummary) => {
             reported = true;
             this.#file(summary, facts);
           }
@@ -160,14 +163,16 @@ export class Enforcement {
         const result = await invokeUpstream(params);
         // A 2026-07-28 call that waits for client input is reported once, when it is over.
         if (report && !isInputRequiredResult(result)) {
-          this.#guarded(() => report(relayedSummary(call, result)));
+          const at = answeredAt(call.signal);
+          report(() => relayedSummary(call, result, at));
         }
         return result;
       } catch (error) {
         // Answered with a protocol error the pipeline did not report (an unknown tool, a relayed JSON-RPC error).
         if (report && !reported) {
           const dialect = target?.config.dialect ?? 'passthrough';
-          this.#guarded(() => report(thrownSummary({ ...call, dialect }, error)));
+          const at = answeredAt(call.signal);
+          report(() => thrownSummary({ ...call, dialect }, error, at));
         }
         throw error;
       }
@@ -180,7 +185,7 @@ export class Enforcement {
     params: CallToolParams,
     invokeUpstream: (params: CallToolParams) => Promise<CallToolResult>,
     context: ToolCallContext,
-    report: ((summary: CallSummary) => void) | undefined,
+    report: ((summary: () => CallSummary) => void) | undefined,
   ): Promise<CallToolResult> {
     const described = context.tool;
     const down = context.unavailable;
@@ -225,16 +230,32 @@ export class Enforcement {
     });
   }
 
-  /** Files one call's report: its call-log line, and its provenance record in the ledger. */
-  #file(summary: CallSummary, facts: CallLogFacts): void {
+  /**
+   * Files one call's report: its provenance record in the ledger now, so it is
+   * stored when the client has its answer; its call-log line (and, without a
+   * ledger, the report's digests) once the answer has gone, so they add
+   * nothing to the call's latency. `flush()` files what is still waiting.
+   */
+  #file(summary: () => CallSummary, facts: CallLogFacts): void {
     const { callLog, ledger } = this.#options;
-    const { provenance } = summary;
-    if (provenance && ledger) {
+    if (ledger) {
       this.#guarded(() => {
-        ledger.insert(provenance.record, { tool: summary.tool, upstream: facts.upstream });
+        const { provenance, tool } = summary();
+        if (provenance) ledger.insert(provenance.record, { tool, upstream: facts.upstream });
       });
     }
-    if (callLog) this.#guarded(() => callLog.write(summary, facts));
+    if (!callLog) return;
+    const write = () => this.#guarded(() => callLog.write(summary(), facts));
+    this.#waiting.add(write);
+    setImmediate(() => {
+      if (this.#waiting.delete(write)) write();
+    });
+  }
+
+  /** Files every report still waiting for its answer to go (before the log closes). */
+  flush(): void {
+    for (const write of this.#waiting) write();
+    this.#waiting.clear();
   }
 
   /** Failures of the log or the ledger are reported, never the call's. */

@@ -6,7 +6,7 @@ import { LOSSES_META_KEY, valueToToolResult } from '../tool-result.ts';
 import type { CallContext } from './context.ts';
 import type { PipelineRpcError } from './errors.ts';
 import type { Placed } from './provenance.ts';
-import { type CallSummary, summarize } from './report.ts';
+import { type AnsweredAt, type CallSummary, summarize } from './report.ts';
 
 /** Model fields the pipeline itself adds; a dialect without a place for them loses nothing of the tool's. */
 const ADAPTER_META_PATHS = new Set(['/tool', '/meta/adapter', '/meta/request_id', '/meta/tier']);
@@ -98,44 +98,50 @@ export function encodeAnswer(ctx: CallContext, placed: Placed): Answer {
 }
 
 /** Stage 7: the call's one report. */
-export function reportAnswer(ctx: CallContext, placed: Placed, answer: Answer): CallSummary {
+export function reportAnswer(ctx: CallContext, placed: Placed, answer: Answer, at: AnsweredAt): CallSummary {
   const { decision } = placed;
-  return summarize({
-    tool: ctx.call.tool.name,
-    dialect: ctx.settings.dialect,
-    failure: decision.failure,
-    action: decision.action,
-    code: decision.errorCode,
-    requestId: ctx.requestId,
-    started: ctx.started,
-    signal: ctx.call.signal,
-    argumentsDigest: ctx.argumentsDigest(),
-    result: answer.result,
-    resultDialect: answer.dialect,
-    resultVersion: codecFor(answer.dialect).versionOf(answer.value) ?? null,
-    source: decision.source,
-    provenance: placed.provenance,
-    losses: answer.losses,
-  });
+  return summarize(
+    {
+      tool: ctx.call.tool.name,
+      dialect: ctx.settings.dialect,
+      failure: decision.failure,
+      action: decision.action,
+      code: decision.errorCode,
+      requestId: ctx.requestId,
+      started: ctx.started,
+      signal: ctx.call.signal,
+      argumentsDigest: ctx.argumentsDigest(),
+      result: answer.result,
+      resultDialect: answer.dialect,
+      resultVersion: codecFor(answer.dialect).versionOf(answer.value) ?? null,
+      source: decision.source,
+      provenance: placed.provenance,
+      losses: answer.losses,
+    },
+    at,
+  );
 }
 
 /** Stage 7 for a call answered with the JSON-RPC error for invalid input (`invalidInput: 'jsonrpc-error'`). */
-export function reportRpcError(ctx: CallContext, error: PipelineRpcError): CallSummary {
-  return summarize({
-    tool: ctx.call.tool.name,
-    dialect: ctx.settings.dialect,
-    failure: 'invalid_input',
-    action: 'rejected',
-    code: error.code,
-    requestId: ctx.requestId,
-    started: ctx.started,
-    signal: ctx.call.signal,
-    argumentsDigest: ctx.argumentsDigest(),
-    result: undefined,
-    resultDialect: null,
-    resultVersion: null,
-    source: undefined,
-    provenance: null,
-    losses: 0,
-  });
+export function reportRpcError(ctx: CallContext, error: PipelineRpcError, at: AnsweredAt): CallSummary {
+  return summarize(
+    {
+      tool: ctx.call.tool.name,
+      dialect: ctx.settings.dialect,
+      failure: 'invalid_input',
+      action: 'rejected',
+      code: error.code,
+      requestId: ctx.requestId,
+      started: ctx.started,
+      signal: ctx.call.signal,
+      argumentsDigest: ctx.argumentsDigest(),
+      result: undefined,
+      resultDialect: null,
+      resultVersion: null,
+      source: undefined,
+      provenance: null,
+      losses: 0,
+    },
+    at,
+  );
 }

@@ -102,8 +102,21 @@ export interface SummaryFacts {
   losses: number;
 }
 
-export function summarize(facts: SummaryFacts): CallSummary {
-  const cancelled = facts.signal?.aborted === true;
+/**
+ * When the call was answered, and whether its caller had withdrawn it by then:
+ * what a report says of a call does not change if the report is built later.
+ */
+export interface AnsweredAt {
+  now: number;
+  aborted: boolean;
+}
+
+export function answeredAt(signal: AbortSignal | undefined): AnsweredAt {
+  return { now: performance.now(), aborted: signal?.aborted === true };
+}
+
+export function summarize(facts: SummaryFacts, at: AnsweredAt = answeredAt(facts.signal)): CallSummary {
+  const cancelled = at.aborted;
   const failure = cancelled ? null : facts.failure;
   return {
     tool: facts.tool,
@@ -113,7 +126,7 @@ export function summarize(facts: SummaryFacts): CallSummary {
     action: facts.action,
     code: failure === null ? null : (facts.code ?? 'INTERNAL_ERROR'),
     requestId: facts.requestId,
-    durationMs: Math.round((performance.now() - facts.started) * 1000) / 1000,
+    durationMs: Math.round((at.now - facts.started) * 1000) / 1000,
     argumentsDigest: facts.argumentsDigest,
     resultDigest: digestOf(facts.result),
     resultDialect: facts.resultDialect,
@@ -139,48 +152,59 @@ export interface UnenforcedCall {
  * so the result is read as a client reads it, a relayed envelope as the success
  * or error it is.
  */
-export function relayedSummary(call: UnenforcedCall, result: ToolResultLike): CallSummary {
+export function relayedSummary(
+  call: UnenforcedCall,
+  result: ToolResultLike,
+  at: AnsweredAt = answeredAt(call.signal),
+): CallSummary {
   const read = readToolResult(result);
   const source = { dialect: read.dialect as DialectId, version: read.version ?? null };
-  return summarize({
-    tool: call.tool,
-    dialect: 'passthrough',
-    failure: read.ok ? null : 'tool_error',
-    action: 'relayed',
-    code: read.ok ? null : read.error.code,
-    requestId: read.meta?.request_id ?? null,
-    started: call.started,
-    signal: call.signal,
-    argumentsDigest: digestOf(call.arguments),
-    result,
-    resultDialect: source.dialect,
-    resultVersion: source.version,
-    source,
-    provenance: null,
-    losses: 0,
-  });
+  return summarize(
+    {
+      tool: call.tool,
+      dialect: 'passthrough',
+      failure: read.ok ? null : 'tool_error',
+      action: 'relayed',
+      code: read.ok ? null : read.error.code,
+      requestId: read.meta?.request_id ?? null,
+      started: call.started,
+      signal: call.signal,
+      argumentsDigest: digestOf(call.arguments),
+      result,
+      resultDialect: source.dialect,
+      resultVersion: source.version,
+      source,
+      provenance: null,
+      losses: 0,
+    },
+    at,
+  );
 }
 
 /** The report of a call answered with a protocol error no pipeline stage decided (an unknown tool, an upstream's JSON-RPC error). */
 export function thrownSummary(
   call: UnenforcedCall & { dialect: CallSummary['dialect'] },
   error: unknown,
+  at: AnsweredAt = answeredAt(call.signal),
 ): CallSummary {
-  return summarize({
-    tool: call.tool,
-    dialect: call.dialect,
-    failure: 'protocol_error',
-    action: call.dialect === 'passthrough' ? 'relayed' : 'rejected',
-    code: error instanceof EnvelopeError ? error.code : 'INTERNAL_ERROR',
-    requestId: null,
-    started: call.started,
-    signal: call.signal,
-    argumentsDigest: digestOf(call.arguments),
-    result: undefined,
-    resultDialect: null,
-    resultVersion: null,
-    source: undefined,
-    provenance: null,
-    losses: 0,
-  });
+  return summarize(
+    {
+      tool: call.tool,
+      dialect: call.dialect,
+      failure: 'protocol_error',
+      action: call.dialect === 'passthrough' ? 'relayed' : 'rejected',
+      code: error instanceof EnvelopeError ? error.code : 'INTERNAL_ERROR',
+      requestId: null,
+      started: call.started,
+      signal: call.signal,
+      argumentsDigest: digestOf(call.arguments),
+      result: undefined,
+      resultDialect: null,
+      resultVersion: null,
+      source: undefined,
+      provenance: null,
+      losses: 0,
+    },
+    at,
+  );
 }

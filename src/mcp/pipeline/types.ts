@@ -41,8 +41,13 @@ export interface ToolCall {
   isProtocolSignal?: (error: unknown) => boolean;
   /** This caller's tier (an authenticated gateway client), in place of the pipeline's `tier`. */
   tier?: string;
-  /** Receives this call's summary, after the pipeline's `onCall` (the gateway's log line and ledger entry). */
-  report?: (summary: CallSummary) => void;
+  /**
+   * Receives this call's summary, after the pipeline's `onCall` (the gateway's
+   * log line and ledger entry), as a function that builds it once: a listener
+   * may build it after the answer has gone (its digests cost), and it still
+   * says what the call was when it was answered.
+   */
+  report?: (summary: () => CallSummary) => void;
 }
 
 export interface PipelineOptions {
