@@ -303,10 +303,13 @@ async function main(): Promise<void> {
   console.log(ratio('HTTP: gateway / mcp-proxy', gatewayHttp, proxyHttp));
   console.log(ratio('HTTP: gateway / bare forwarder', gatewayHttp, bareHttp));
   console.log(ratio('HTTP: supergateway / bare forwarder', superHttp, bareHttp));
+  // What each bridge adds over the floor of one loopback exchange (a canned answer, no upstream).
+  const added = (figures: Figures) => figures.p50 - cannedHttp.p50;
   console.log(
-    `targets over HTTP: p50 under half of supergateway's (${(superHttp.p50 / 2).toFixed(3)} ms; ` +
-      `the bare forwarder's floor is ${bareHttp.p50.toFixed(3)} ms, a canned answer with no upstream ` +
-      `${cannedHttp.p50.toFixed(3)} ms), calls/s at least 1.5x supergateway's`,
+    `p50 added over a canned answer (${cannedHttp.p50.toFixed(3)} ms): passthrough ${added(gatewayHttp).toFixed(3)} ms ` +
+      `(x${(added(gatewayHttp) / added(superHttp)).toFixed(2)}), envelope mode ${added(envelopeHttp).toFixed(3)} ms ` +
+      `(x${(added(envelopeHttp) / added(superHttp)).toFixed(2)}), supergateway ${added(superHttp).toFixed(3)} ms; ` +
+      `target: at most x0.50 of supergateway's in both modes, calls/s at least 1.5x supergateway's`,
   );
 
   const before = [peakRssMiB(gatewayProcess.pid), peakRssMiB(superProcess.pid)];

@@ -39,17 +39,41 @@ export function checkHostAndOrigin(
   origin: string | undefined,
   policy: OriginPolicy = {},
 ): void {
-  const hosts = [...localhostAllowedHostnames(), ...(policy.allowedHosts ?? []).map(hostnameOf)];
-  if (!validateHostHeader(host, hosts).ok) {
+  const allowed = allowedBy(policy);
+  if (!validateHostHeader(host, allowed.hosts).ok) {
     throw new EnvelopeError('FORBIDDEN', 'Host header is not allowed', { header: 'host' });
   }
   if (origin === undefined) return;
-  const extra = (policy.allowedOrigins ?? []).map((entry) => entry.toLowerCase());
-  if (extra.includes(origin.toLowerCase())) return;
-  // Bare names pass to the SDK as host names; `<scheme>://*` entries keep the SDK's meaning (any origin of that scheme).
-  const names = extra.map((entry) => (entry.includes('://') ? entry : hostnameOf(entry)));
+  if (allowed.exactOrigins.has(origin.toLowerCase())) return;
   // The SDK lets an empty header through as absent; a browser never sends one, so it is refused as before.
-  if (origin === '' || !validateOriginHeader(origin, [...localhostAllowedOrigins(), ...names]).ok) {
+  if (origin === '' || !validateOriginHeader(origin, allowed.origins).ok) {
     throw new EnvelopeError('FORBIDDEN', 'Origin header is not allowed', { header: 'origin' });
   }
+}
+
+interface AllowedNames {
+  hosts: string[];
+  exactOrigins: Set<string>;
+  origins: string[];
+}
+
+/** The lists a policy allows, worked out once per policy rather than on every request. */
+const allowedLists = new WeakMap<OriginPolicy, AllowedNames>();
+
+function allowedBy(policy: OriginPolicy): AllowedNames {
+  let allowed = allowedLists.get(policy);
+  if (!allowed) {
+    const extra = (policy.allowedOrigins ?? []).map((entry) => entry.toLowerCase());
+    allowed = {
+      hosts: [...localhostAllowedHostnames(), ...(policy.allowedHosts ?? []).map(hostnameOf)],
+      exactOrigins: new Set(extra),
+      // Bare names pass to the SDK as host names; `<scheme>://*` entries keep the SDK's meaning (any origin of that scheme).
+      origins: [
+        ...localhostAllowedOrigins(),
+        ...extra.map((entry) => (entry.includes('://') ? entry : hostnameOf(entry))),
+      ],
+    };
+    allowedLists.set(policy, allowed);
+  }
+  return allowed;
 }
