@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deferred, within } from '../gateway/events.ts';
 import { type Connected, connectExample, EXAMPLES, firstText, nodeExample } from './spawn.ts';
 
 describe('examples/legacy-server.ts with the SDK client', () => {
@@ -97,14 +98,18 @@ describe('examples/legacy-server.ts with the SDK client', () => {
 
   it('emits progress notifications and log messages', async () => {
     const logs: unknown[] = [];
+    const allLogs = deferred();
     server.client.setNotificationHandler('notifications/message', (notification) => {
       logs.push(notification.params.data);
+      if (logs.length === 3) allLogs.resolve();
     });
     // The client's own onprogress path drops notifications that it dispatches after
     // the response settled the request, so collect them with a handler of our own.
     const progress: unknown[] = [];
+    const allProgress = deferred();
     server.client.setNotificationHandler('notifications/progress', (notification) => {
       progress.push(notification.params);
+      if (progress.length === 3) allProgress.resolve();
     });
     const result = await server.client.callTool({
       name: 'progress',
@@ -112,11 +117,11 @@ describe('examples/legacy-server.ts with the SDK client', () => {
       _meta: { progressToken: 'p-1' },
     });
     expect(JSON.parse(firstText(result))).toEqual({ steps: 3 });
-    await vi.waitFor(() => expect(progress).toHaveLength(3), { timeout: 5_000 });
+    await within(allProgress.promise, 5_000, 'third progress notification');
     expect(progress).toEqual(
       [1, 2, 3].map((step) => ({ progressToken: 'p-1', progress: step, total: 3, message: `step ${step}` })),
     );
-    await vi.waitFor(() => expect(logs).toHaveLength(3), { timeout: 5_000 });
+    await within(allLogs.promise, 5_000, 'third log message');
     expect(logs).toEqual([
       { step: 1, of: 3 },
       { step: 2, of: 3 },

@@ -250,7 +250,7 @@ describe('createPipeline reports each call once', () => {
     const result = await pipeline.callTool(
       call(text('{"x":1}'), {
         meta: { capture_provenance: true, provenance_mode: 'full' },
-        report: (summary) => own.push(summary),
+        report: (summary) => own.push(summary()),
       }),
     );
     expect(summaries).toHaveLength(1);

@@ -257,12 +257,20 @@ describe('callToolWithRetry against a real server tool', () => {
   it('stops waiting when the signal aborts', async () => {
     const client = await exampleClient();
     const controller = new AbortController();
+    // Aborted once the first attempt has failed and the minute-long wait has begun:
+    // the retry loop starts waiting in the same turn that hands it the result.
+    const aborting = {
+      callTool: async (...args: Parameters<typeof client.callTool>) => {
+        const result = await client.callTool(...args);
+        setImmediate(() => controller.abort());
+        return result;
+      },
+    };
     const pending = callToolWithRetry(
-      client,
+      aborting,
       { name: 'flaky', arguments: { key: 'abort', failures: 5 } },
       { baseDelayMs: 60_000, maxDelayMs: 60_000, random: () => 0.99, signal: controller.signal },
     );
-    setTimeout(() => controller.abort(), 20);
     await expect(pending).rejects.toThrow(/abort/i);
   });
 });
