@@ -347,6 +347,27 @@ describe('a shared upstream that crashes', () => {
   });
 });
 
+describe('a shared upstream that gave up', () => {
+  it('is started afresh for the next session, so one client cannot keep the others out', async () => {
+    const tag = `gave-up-${randomUUID()}`;
+    gateway = await start([{ ...fixture('fixture', tag), options: { restart: { maxRestarts: 0 } } }]);
+    const crasher = await session();
+    const before = await pidOf(crasher.client);
+    await crasher.client.callTool({ name: 'crash', arguments: { code: 7 } }).catch(() => {});
+    // No restart budget: the crasher's set stays down, and says so.
+    const failed = await crasher.client
+      .callTool({ name: 'pid', arguments: {} })
+      .catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(ProtocolError);
+    expect((failed as ProtocolError).data).toMatchObject({ canonical_code: 'ADAPTER.EXECUTION.FAILED' });
+    // A client arriving afterwards is served by a fresh process.
+    const next = await session();
+    const after = await pidOf(next.client);
+    expect(after).not.toBe(before);
+    expect(processesTagged(tag)).toEqual([Number(after)]);
+  });
+});
+
 describe('the pool', () => {
   it("closes a principal's set once it has gone unused for the idle time", async () => {
     const tag = `idle-${randomUUID()}`;

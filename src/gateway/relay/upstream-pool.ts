@@ -116,6 +116,12 @@ interface Entry {
   timer?: NodeJS.Timeout;
   /** Whether any of its upstreams ever came up (one between restarts is worth waiting for). */
   started: boolean;
+  upstreams: readonly Upstream[];
+}
+
+/** Every upstream of the set spent its restart budget: it serves nothing until replaced. */
+function gaveUp(entry: Entry): boolean {
+  return entry.upstreams.length > 0 && entry.upstreams.every((upstream) => upstream.state === 'gave-up');
 }
 
 export interface PoolOptions {
@@ -164,6 +170,14 @@ export class UpstreamPool {
   async acquire(principal: string): Promise<PoolLease> {
     if (this.#closed) throw new EnvelopeError('DEPENDENCY_UNAVAILABLE', 'The gateway is shutting down');
     let entry = this.#sets.get(principal);
+    if (entry && gaveUp(entry)) {
+      // One client's crashes spent the restart budget: the sessions holding this set keep
+      // it (and its failures), but the next one starts afresh instead of inheriting the outage.
+      this.#sets.delete(principal);
+      this.#gateway.report?.(`upstreams of a client gave up; starting them afresh for a new session`);
+      if (entry.users === 0) void this.#closers.get(entry)?.();
+      entry = undefined;
+    }
     let opened = false;
     if (!entry) {
       entry = this.#ahead;
@@ -224,6 +238,7 @@ export class UpstreamPool {
         return set;
       }),
       users: 0,
+      upstreams,
       // A set with nothing to start (every upstream per-session) has nothing to retry either.
       started: upstreams.length === 0,
     };
@@ -247,7 +262,12 @@ export class UpstreamPool {
 
   #release(principal: string, entry: Entry, set: SharedSet): void {
     entry.users--;
-    if (entry.users > 0 || this.#sets.get(principal) !== entry) return;
+    if (entry.users > 0) return;
+    // Replaced while in use (it gave up): its last user is gone, and nobody will take it again.
+    if (this.#sets.get(principal) !== entry) {
+      void this.#closers.get(entry)?.();
+      return;
+    }
     const close = () => {
       if (entry.users > 0 || this.#sets.get(principal) !== entry) return;
       // A request still running upstream (a parked 2026-07-28 call's) keeps the set.

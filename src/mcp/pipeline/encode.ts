@@ -6,7 +6,7 @@ import { LOSSES_META_KEY, valueToToolResult } from '../tool-result.ts';
 import type { CallContext } from './context.ts';
 import type { PipelineRpcError } from './errors.ts';
 import type { Placed } from './provenance.ts';
-import { type AnsweredAt, type CallSummary, summarize } from './report.ts';
+import { type AnsweredAt, type CallSummary, NO_ANSWER, summarize } from './report.ts';
 
 /** Model fields the pipeline itself adds; a dialect without a place for them loses nothing of the tool's. */
 const ADAPTER_META_PATHS = new Set(['/tool', '/meta/adapter', '/meta/request_id', '/meta/tier']);
@@ -135,12 +135,7 @@ export function reportRpcError(ctx: CallContext, error: PipelineRpcError, at: An
       started: ctx.started,
       signal: ctx.call.signal,
       argumentsDigest: ctx.argumentsDigest(),
-      result: undefined,
-      resultDialect: null,
-      resultVersion: null,
-      source: undefined,
-      provenance: null,
-      losses: 0,
+      ...NO_ANSWER,
     },
     at,
   );

@@ -139,6 +139,16 @@ export function summarize(facts: SummaryFacts, at: AnsweredAt = answeredAt(facts
   };
 }
 
+/** The facts of a call answered with no CallToolResult (a JSON-RPC error instead). */
+export const NO_ANSWER = {
+  result: undefined,
+  resultDialect: null,
+  resultVersion: null,
+  source: undefined,
+  provenance: null,
+  losses: 0,
+} as const satisfies Partial<SummaryFacts>;
+
 /** A call outside any pipeline: what it was and when it began. */
 export interface UnenforcedCall {
   tool: string;
@@ -198,12 +208,7 @@ export function thrownSummary(
       started: call.started,
       signal: call.signal,
       argumentsDigest: digestOf(call.arguments),
-      result: undefined,
-      resultDialect: null,
-      resultVersion: null,
-      source: undefined,
-      provenance: null,
-      losses: 0,
+      ...NO_ANSWER,
     },
     at,
   );
