@@ -673,6 +673,22 @@ const TABLE = {
     source: 'engine',
     message: 'Ledger schema version is newer than this program',
   },
+  LEDGER_NOT_A_LEDGER: {
+    httpStatus: 400,
+    jsonRpcCode: J.invalidParams,
+    retriable: false,
+    kind: 'input',
+    source: 'engine',
+    message: 'File is not a ledger database',
+  },
+  LEDGER_MIGRATION_REQUIRED: {
+    httpStatus: 409,
+    jsonRpcCode: J.invalidParams,
+    retriable: false,
+    kind: 'input',
+    source: 'engine',
+    message: 'Ledger schema is older than this program; it is migrated only when opened for writing',
+  },
   LEDGER_RECORD_NOT_FOUND: {
     httpStatus: 404,
     jsonRpcCode: J.notFound,

@@ -1,7 +1,7 @@
 /**
  * mcp-envelope/ledger: the SQLite store of provenance records (node:sqlite,
  * so it is kept off the package root) and its verification. Migrations are
- * applied when a file is opened, never called from outside.
+ * applied when a file is opened for writing, never called from outside.
  */
 export {
   type InsertMeta,

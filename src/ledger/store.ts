@@ -6,7 +6,8 @@
  * writes; the one writer process serializes its own inserts because
  * DatabaseSync is synchronous, and busy_timeout covers a second process that
  * briefly holds the write lock. The schema is versioned with PRAGMA
- * user_version and migrated forward on open.
+ * user_version and migrated forward when a writer opens the file; a reader
+ * opens it read-only and never changes it, so auditing a file cannot alter it.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -60,9 +61,28 @@ export interface ListFilter {
 export interface OpenOptions {
   /** Create the file (and its folder) when missing; otherwise LEDGER_NOT_FOUND. Default true. */
   create?: boolean;
+  /**
+   * Open for reading only: nothing is written to the file (no migration, no
+   * journal-mode switch), which must exist (LEDGER_NOT_FOUND), be a ledger
+   * (LEDGER_NOT_A_LEDGER) and be at the current schema version
+   * (LEDGER_MIGRATION_REQUIRED, LEDGER_VERSION_UNSUPPORTED). Default false.
+   */
+  readOnly?: boolean;
   /** Injectable clock for created_at. */
   now?: () => Date;
 }
+
+/** A stored row that could not be read as an entry: what names it, and why. */
+export interface UnreadableRow {
+  seq: number;
+  run_id: string;
+  tool: string;
+  record_digest: string;
+  error: EnvelopeError;
+}
+
+/** One row as `rows` yields it. */
+export type ScannedRow = { entry: LedgerEntry } | { unreadable: UnreadableRow };
 
 interface Row {
   seq: number;
@@ -78,6 +98,83 @@ interface Row {
 const SQLITE_CORRUPT = 11;
 const SQLITE_NOTADB = 26;
 const DIGEST_KEY = /^(?:sha256:)?([0-9a-f]{64})$/;
+
+/** The columns of `records` since schema version 1 (later versions may add, never drop). */
+const RECORD_COLUMNS = [
+  'seq',
+  'run_id',
+  'tool',
+  'upstream',
+  'record_digest',
+  'created_at',
+  'record',
+  'envelope',
+] as const;
+
+function userVersion(db: DatabaseSync): number {
+  return Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version);
+}
+
+/**
+ * Refuses, without writing anything, a file this program must not treat as a
+ * ledger: some other program's database, one from a newer program, or (when
+ * reading) one that would need migrating first. `supported` is the newest
+ * schema version known; it is a parameter so that the older-version path can
+ * be exercised while only one version exists.
+ */
+export function checkLedgerSchema(
+  db: DatabaseSync,
+  path: string,
+  mode: 'read' | 'write',
+  supported: number = MIGRATIONS.length,
+): void {
+  const version = userVersion(db);
+  if (version > supported) {
+    throw new EnvelopeError(
+      'LEDGER_VERSION_UNSUPPORTED',
+      `Ledger ${path} is at schema version ${version}; this program knows up to ${supported}`,
+      { path, version, supported },
+    );
+  }
+  if (version === 0) {
+    const objects = Number(
+      (
+        db
+          .prepare("SELECT count(*) AS n FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+          .get() as { n: number }
+      ).n,
+    );
+    // An empty file becomes a ledger only when a writer asks for one.
+    if (mode === 'write' && objects === 0) return;
+    throw new EnvelopeError(
+      'LEDGER_NOT_A_LEDGER',
+      objects === 0
+        ? `${path} is not a ledger: it is empty (no schema; nothing was ever stored in it)`
+        : `${path} is not a ledger: it is an SQLite database with ${objects} other schema object${objects === 1 ? '' : 's'} and no ledger schema version`,
+      { path, version, objects },
+    );
+  }
+  const columns = new Set(
+    (db.prepare("SELECT name FROM pragma_table_info('records')").all() as Array<{ name: string }>).map(
+      (column) => column.name,
+    ),
+  );
+  const missing = RECORD_COLUMNS.filter((column) => !columns.has(column));
+  if (missing.length > 0) {
+    throw new EnvelopeError(
+      'LEDGER_NOT_A_LEDGER',
+      `${path} is not a ledger: its schema version is ${version}, but ${columns.size === 0 ? 'it has no records table' : `its records table lacks ${missing.join(', ')}`}`,
+      { path, version, missing },
+    );
+  }
+  if (mode === 'read' && version < supported) {
+    throw new EnvelopeError(
+      'LEDGER_MIGRATION_REQUIRED',
+      `Ledger ${path} is at schema version ${version} and needs migrating to ${supported}; reading does not migrate: open it for writing (ledger add, or the gateway) to migrate it`,
+      { path, version, supported },
+    );
+  }
+}
 
 /** Turns a SQLite failure into a stable error; anything else passes through. */
 function ledgerError(error: unknown, path: string): unknown {
@@ -102,32 +199,42 @@ function ledgerError(error: unknown, path: string): unknown {
 
 export class Ledger {
   readonly path: string;
+  /** Opened with `readOnly`: inserts are refused. */
+  readonly readOnly: boolean;
   private readonly db: DatabaseSync;
   private readonly now: () => Date;
 
-  private constructor(path: string, db: DatabaseSync, now: () => Date) {
+  private constructor(path: string, db: DatabaseSync, now: () => Date, readOnly: boolean) {
     this.path = path;
     this.db = db;
     this.now = now;
+    this.readOnly = readOnly;
   }
 
-  /** Opens (or creates) a ledger file and brings its schema up to date. */
+  /**
+   * Opens (or creates) a ledger file and brings its schema up to date, or,
+   * with `readOnly`, opens an existing ledger without writing to it.
+   */
   static open(file: string, options: OpenOptions = {}): Ledger {
     const path = resolve(file);
-    const create = options.create ?? true;
+    const readOnly = options.readOnly === true;
+    const create = !readOnly && (options.create ?? true);
     if (!existsSync(path)) {
       if (!create) throw new EnvelopeError('LEDGER_NOT_FOUND', `No ledger at ${path}`, { path });
       mkdirSync(dirname(path), { recursive: true });
     }
     let db: DatabaseSync | undefined;
     try {
-      db = new DatabaseSync(path);
+      db = new DatabaseSync(path, { readOnly });
       db.exec('PRAGMA busy_timeout = 5000');
+      // Before anything that writes (the journal-mode switch, migrations): some other database is left as it is.
+      checkLedgerSchema(db, path, readOnly ? 'read' : 'write');
+      if (readOnly) return new Ledger(path, db, options.now ?? (() => new Date()), true);
       db.exec('PRAGMA journal_mode = WAL');
       db.exec('PRAGMA synchronous = NORMAL');
       db.exec('PRAGMA foreign_keys = ON');
       migrate(db, path);
-      return new Ledger(path, db, options.now ?? (() => new Date()));
+      return new Ledger(path, db, options.now ?? (() => new Date()), false);
     } catch (error) {
       db?.close();
       throw ledgerError(error, path);
@@ -150,6 +257,15 @@ export class Ledger {
    * envelope for verification). The same record stored twice is one row.
    */
   insert(subject: unknown, meta: InsertMeta = {}): InsertResult {
+    if (this.readOnly) {
+      throw new EnvelopeError(
+        'USAGE_ERROR',
+        `Ledger ${this.path} was opened read-only: cannot store a record`,
+        {
+          path: this.path,
+        },
+      );
+    }
     let record: unknown = subject;
     let envelope = meta.envelope;
     if (claimsEnvelopeV01(subject)) {
@@ -257,13 +373,53 @@ export class Ledger {
     );
   }
 
-  /** Every entry, oldest first (for verify). */
+  /** Every entry, oldest first. */
   *all(): Generator<LedgerEntry> {
-    const statement = this.db.prepare('SELECT * FROM records ORDER BY seq');
-    try {
-      for (const row of statement.iterate()) yield this.toEntry(row as unknown as Row);
-    } catch (error) {
-      throw ledgerError(error, this.path);
+    for (const row of this.rows()) {
+      if ('unreadable' in row) throw row.unreadable.error;
+      yield row.entry;
+    }
+  }
+
+  /**
+   * Every row (or those whose run id or record digest is `key`), oldest first;
+   * a row that does not hold JSON is yielded as unreadable rather than thrown,
+   * so that one bad row does not hide the others.
+   */
+  *rows(key?: string): Generator<ScannedRow> {
+    const digest = key === undefined ? undefined : DIGEST_KEY.exec(key.toLowerCase())?.[1];
+    const statement =
+      key === undefined
+        ? this.db.prepare('SELECT * FROM records ORDER BY seq')
+        : this.db.prepare('SELECT * FROM records WHERE run_id = ? OR record_digest = ? ORDER BY seq');
+    const iterator = (key === undefined ? statement.iterate() : statement.iterate(key, digest ?? null))[
+      Symbol.iterator
+    ]();
+    for (;;) {
+      let next: IteratorResult<unknown>;
+      try {
+        next = iterator.next();
+      } catch (error) {
+        throw ledgerError(error, this.path);
+      }
+      if (next.done) return;
+      const row = next.value as Row;
+      let scanned: ScannedRow;
+      try {
+        scanned = { entry: this.toEntry(row) };
+      } catch (error) {
+        if (!(error instanceof EnvelopeError) || error.code !== 'LEDGER_CORRUPT') throw error;
+        scanned = {
+          unreadable: {
+            seq: Number(row.seq),
+            run_id: String(row.run_id),
+            tool: String(row.tool),
+            record_digest: String(row.record_digest),
+            error,
+          },
+        };
+      }
+      yield scanned;
     }
   }
 
@@ -276,8 +432,8 @@ export class Ledger {
     } catch (error) {
       throw new EnvelopeError(
         'LEDGER_CORRUPT',
-        `Ledger ${this.path}: row ${row.seq} does not hold JSON`,
-        { path: this.path, seq: row.seq },
+        `Ledger ${this.path}: row ${row.seq} (run ${row.run_id}, sha256:${row.record_digest}) does not hold JSON: ${(error as Error).message}`,
+        { path: this.path, seq: row.seq, run_id: row.run_id, record_digest: row.record_digest },
         { cause: error },
       );
     }

@@ -489,6 +489,24 @@ function coverageOf(
   return { verdict, ...coverage };
 }
 
+/**
+ * The coverage of something that could not be read as a record at all (a
+ * ledger row that does not hold one): nothing was checked, and whether it
+ * carries a digest or a signature is unknown, so nothing is reported present.
+ */
+export function unreadableCoverage(reason: string): VerifyCoverage {
+  const item: CoverageItem = { present: false, status: 'not_checked', detail: reason };
+  const none: CoverageTally = { present: 0, verified: 0, failed: 0, not_checked: 0, reasons: [] };
+  return {
+    verdict: 'failed',
+    record_digest: item,
+    signature: { ...item },
+    artifact_digests: { artifacts: 0, ...none, reasons: [] },
+    evidence_anchors: { ...none, reasons: [] },
+    lineage: { ...none, reasons: [] },
+  };
+}
+
 function count(checks: readonly VerifyCheck[]): Record<CheckStatus, number> {
   const counts: Record<CheckStatus, number> = { pass: 0, fail: 0, skip: 0, warn: 0 };
   for (const check of checks) counts[check.status]++;
@@ -757,8 +775,16 @@ export function verdictLine(report: VerifyReport): string {
   const absent = absentItems(coverage);
   const absentPart = absent.length > 0 ? `; absent: ${absent.join(', ')}` : '';
   switch (coverage.verdict) {
-    case 'failed':
-      return `NOT VERIFIED: failed: ${failedItems(report).join(', ')} ${tail}`;
+    case 'failed': {
+      // What matched is named too, but digests without a verified signature prove no origin: anyone can recompute them.
+      const held = verifiedItems(coverage, true);
+      const label =
+        coverage.signature.status === 'verified'
+          ? 'verified'
+          : 'matched, but with no valid signature anyone could have recomputed them';
+      const heldPart = held.length > 0 ? `; ${label}: ${held.join(', ')}` : '';
+      return `NOT VERIFIED: failed: ${failedItems(report).join(', ')}${heldPart} ${tail}`;
+    }
     case 'nothing_to_verify':
       return `NOTHING TO VERIFY: the record carries no record digest, signature or artifact digest; ${structure} ${tail}`;
     case 'nothing_verified':

@@ -2,6 +2,9 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { digestValue } from '../../src/canonical/digest.ts';
+import { computeRecordDigest } from '../../src/provenance/integrity.ts';
+import type { ProvRecord } from '../../src/provenance/record.ts';
 import { errorCode, hasStackTrace, runCli, type TempDir, tempDir } from '../helpers/cli.ts';
 
 let dir: TempDir;
@@ -269,7 +272,7 @@ describe('verify says what was and was not verified', () => {
         'FAIL signature: a public key was given, but the record is not signed (no integrity.signature)',
       );
       expect(lastLine(run.stdout)).toMatch(
-        /^NOT VERIFIED: failed: signature absent though a public key was given \(/,
+        /^NOT VERIFIED: failed: signature absent though a public key was given[;(\s]/,
       );
     }
     const json = await cli(['--json', 'verify', 'minimal.json', '--public-key', 'demo.public.pem']);
@@ -279,5 +282,64 @@ describe('verify says what was and was not verified', () => {
     expect(report.checks).toContainEqual(
       expect.objectContaining({ check: 'signature', status: 'fail', code: 'SIGNATURE_INVALID' }),
     );
+  });
+
+  it('a forged result with the signature stripped and every digest recomputed fails under the key, in every mode', async () => {
+    // The forger changes the result, recomputes the result and record digests, and removes the signature and its claim.
+    const envelope = JSON.parse(await readFile(join(work.path, 'signed.json'), 'utf8'));
+    envelope.result = { ok: false, count: 0 };
+    const record = envelope.provenance as ProvRecord;
+    const output = record.outputs.find((artifact) => artifact.labels?.role === 'result');
+    if (!output) throw new Error('the signed record has no result artifact');
+    output.digest = digestValue(envelope.result, 'sha256');
+    record.methods = record.methods.filter((method) => method !== 'integrity.signature.create');
+    delete record.integrity?.signature;
+    if (record.integrity) record.integrity.record_digest = computeRecordDigest(record);
+    await work.file('forged.json', envelope);
+    // Without the key, the forgery is self-consistent: it says it is unsigned, and claims nothing more.
+    const keyless = await cli(['verify', 'forged.json', '--artifacts', '.']);
+    expect(keyless.code).toBe(0);
+    expect(keyless.stdout).toContain('  signature         absent: the record is not signed');
+
+    for (const strict of [[], ['--strict']]) {
+      const args = [
+        'verify',
+        'forged.json',
+        '--public-key',
+        'demo.public.pem',
+        '--artifacts',
+        '.',
+        ...strict,
+      ];
+      const human = await cli(args);
+      expect(human.code, strict.join(' ')).toBe(1);
+      expect(human.stdout).toContain(
+        'FAIL signature: a public key was given, but the record is not signed (no integrity.signature)',
+      );
+      // What the record carries and what was checked, item by item.
+      expect(human.stdout).toContain('  record digest     verified: record_digest matches (sha256)');
+      expect(human.stdout).toContain(
+        '  signature         FAILED: a public key was given, but the record is not signed (no integrity.signature)',
+      );
+      expect(human.stdout).toContain('  artifact digests  2 of 2 verified');
+      // The closing line says the digests that matched prove nothing without the signature.
+      expect(lastLine(human.stdout)).toMatch(
+        /^NOT VERIFIED: failed: signature absent though a public key was given; matched, but with no valid signature anyone could have recomputed them: record digest, 2\/2 artifact digests \(/,
+      );
+
+      const json = await cli(['--json', ...args]);
+      expect(json.code, strict.join(' ')).toBe(1);
+      const report = JSON.parse(json.stdout);
+      expect(report.ok).toBe(false);
+      expect(report.coverage).toMatchObject({
+        verdict: 'failed',
+        record_digest: { present: true, status: 'verified' },
+        signature: { present: false, status: 'failed', detail: expect.stringMatching(/not signed/) },
+        artifact_digests: { artifacts: 2, present: 2, verified: 2, failed: 0, not_checked: 0 },
+      });
+      expect(report.checks).toContainEqual(
+        expect.objectContaining({ check: 'signature', status: 'fail', code: 'SIGNATURE_INVALID' }),
+      );
+    }
   });
 });

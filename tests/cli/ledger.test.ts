@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -156,5 +156,125 @@ describe('mcp-envelope ledger without --db', () => {
     expect(explicit.stdout).toBe(listed.stdout);
     expect((await cli(dir, 'ledger', 'show', runA)).code).toBe(0);
     expect((await cli(dir, 'ledger', 'verify')).code).toBe(0);
+  });
+});
+
+describe('mcp-envelope ledger reads without writing', () => {
+  let dir: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ledger-read-'));
+    writeFileSync(join(dir, 'a.json'), JSON.stringify(callRecord(runA, 'echo').envelope));
+  });
+
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const readers = (db: string): string[][] => [
+    ['ledger', 'verify', '--db', db],
+    ['ledger', 'list', '--db', db],
+    ['ledger', 'show', runA, '--db', db],
+  ];
+
+  it('refuses an empty file with LEDGER_NOT_A_LEDGER and leaves it empty', async () => {
+    writeFileSync(join(dir, 'empty.sqlite'), '');
+    for (const args of readers('empty.sqlite')) {
+      const run = await cli(dir, ...args, '--json');
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(JSON.parse(run.stderr).error.code, args.join(' ')).toBe('LEDGER_NOT_A_LEDGER');
+      expect(run.stdout).toBe('');
+    }
+    const human = await cli(dir, 'ledger', 'verify', '--db', 'empty.sqlite');
+    expect(human.stderr).toMatch(
+      /^error\[LEDGER_NOT_A_LEDGER\]: .*empty\.sqlite is not a ledger: it is empty/,
+    );
+    expect(statSync(join(dir, 'empty.sqlite')).size).toBe(0);
+    expect(existsSync(join(dir, 'empty.sqlite-wal'))).toBe(false);
+  });
+
+  it("refuses another program's SQLite database and changes nothing in it", async () => {
+    const file = join(dir, 'notes.sqlite');
+    const raw = new DatabaseSync(file);
+    raw.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me')");
+    raw.close();
+    const before = readFileSync(file);
+    for (const args of [...readers('notes.sqlite'), ['ledger', 'add', 'a.json', '--db', 'notes.sqlite']]) {
+      const run = await cli(dir, ...args, '--json');
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(JSON.parse(run.stderr).error.code, args.join(' ')).toBe('LEDGER_NOT_A_LEDGER');
+    }
+    expect(readFileSync(file).equals(before)).toBe(true);
+    const after = new DatabaseSync(file, { readOnly: true });
+    expect(after.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'delete' });
+    expect(after.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all()).toEqual([
+      { name: 'notes' },
+    ]);
+    after.close();
+  });
+
+  it('a ledger is read as it is: readers leave its bytes and journal mode alone', async () => {
+    expect((await cli(dir, 'ledger', 'add', 'a.json', '--db', 'l.sqlite')).code).toBe(0);
+    // A copy handed to an auditor is typically in rollback mode (WAL side files do not travel with it).
+    const raw = new DatabaseSync(join(dir, 'l.sqlite'));
+    raw.exec('PRAGMA journal_mode = DELETE');
+    raw.close();
+    const before = readFileSync(join(dir, 'l.sqlite'));
+    for (const args of readers('l.sqlite')) expect((await cli(dir, ...args)).code, args.join(' ')).toBe(0);
+    expect(readFileSync(join(dir, 'l.sqlite')).equals(before)).toBe(true);
+  });
+
+  it('verifies every row when some are malformed, naming each bad one', async () => {
+    const db = 'rows.sqlite';
+    const runs = [runA, runB, '33333333-3333-4333-8333-333333333333', '44444444-4444-4444-8444-444444444444'];
+    for (const [index, run] of runs.entries()) {
+      writeFileSync(join(dir, `r${index}.json`), JSON.stringify(callRecord(run, 'echo').record));
+      expect((await cli(dir, 'ledger', 'add', `r${index}.json`, '--db', db)).code).toBe(0);
+    }
+    const raw = new DatabaseSync(join(dir, db));
+    raw.prepare('UPDATE records SET record = \'{"truncated":\' WHERE run_id = ?').run(runB);
+    raw.prepare("UPDATE records SET record = '[1,2,3]' WHERE run_id = ?").run(runs[2] as string);
+    const digests = raw.prepare('SELECT seq, record_digest FROM records ORDER BY seq').all() as Array<{
+      seq: number;
+      record_digest: string;
+    }>;
+    raw.close();
+
+    const json = await cli(dir, 'ledger', 'verify', '--db', db, '--json');
+    expect(json.code).toBe(1);
+    const report = JSON.parse(json.stdout);
+    expect(report).toMatchObject({ ok: false, total: 4, failed: 2 });
+    expect(report.entries.map((entry: { seq: number; ok: boolean }) => [entry.seq, entry.ok])).toEqual([
+      [1, true],
+      [2, false],
+      [3, false],
+      [4, true],
+    ]);
+    for (const seq of [2, 3]) {
+      const entry = report.entries[seq - 1];
+      expect(entry).toMatchObject({ run_id: runs[seq - 1], record_digest: digests[seq - 1]?.record_digest });
+      expect(entry.coverage.verdict).toBe('failed');
+      const [check] = entry.checks;
+      expect(check).toMatchObject({ check: 'ledger:row', status: 'fail' });
+      expect(check.message).toContain(
+        `row ${seq} (run ${runs[seq - 1]}, sha256:${digests[seq - 1]?.record_digest})`,
+      );
+    }
+    expect(report.entries[1].checks[0].code).toBe('LEDGER_CORRUPT');
+
+    const human = await cli(dir, 'ledger', 'verify', '--db', db);
+    expect(human.code).toBe(1);
+    expect(human.stdout).toMatch(new RegExp(`^FAIL +2 ${runB} echo \\(failed\\)$`, 'm'));
+    expect(human.stdout).toContain(
+      `row 2 (run ${runB}, sha256:${digests[1]?.record_digest}) does not hold JSON`,
+    );
+    expect(human.stdout).toContain('2 of 4 records verified');
+    // One run id still selects its row, malformed or not.
+    expect((await cli(dir, 'ledger', 'verify', runB, '--db', db, '--json')).code).toBe(1);
+  });
+
+  it('says in its help what a clean verify does not prove', async () => {
+    const help = await cli(dir, 'ledger', 'verify', '--help');
+    expect(help.stdout).toContain('neither signed nor chained');
+    expect(help.stdout).toMatch(/deleted rows/);
+    expect(help.stdout).toMatch(/tool, upstream or created_at/);
   });
 });

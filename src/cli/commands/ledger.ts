@@ -21,16 +21,23 @@ export const DEFAULT_LEDGER_DB: string = CONFIG_DEFAULTS.ledger.path;
 
 const DB_HELP = `ledger database file (default: ${DEFAULT_LEDGER_DB}, where the gateway writes it)`;
 
-/** Opens the ledger for one command and always closes it. */
+/**
+ * Opens the ledger for one command and always closes it. Reading commands
+ * open it read-only: they never create, migrate or otherwise change the file
+ * they were asked to read.
+ */
 async function withLedger<T>(
   io: CliIo,
   file: string | undefined,
-  create: boolean,
+  mode: 'read' | 'write',
   body: (ledger: Ledger) => Promise<T> | T,
 ): Promise<T> {
   let ledger: Ledger;
   try {
-    ledger = Ledger.open(resolve(io.cwd, file ?? DEFAULT_LEDGER_DB), { create });
+    ledger = Ledger.open(
+      resolve(io.cwd, file ?? DEFAULT_LEDGER_DB),
+      mode === 'read' ? { readOnly: true } : { create: true },
+    );
   } catch (error) {
     if (file === undefined && error instanceof EnvelopeError && error.code === 'LEDGER_NOT_FOUND') {
       throw new EnvelopeError(
@@ -100,7 +107,7 @@ function registerList(ledger: Command, invocation: Invocation): void {
         invocation,
         async ({ io }, options: DbOption & { tool?: string; upstream?: string; limit: string }) => {
           const limit = parseLimit(options.limit);
-          const entries = await withLedger(io, options.db, false, (store) =>
+          const entries = await withLedger(io, options.db, 'read', (store) =>
             store.list({
               limit,
               ...(options.tool === undefined ? {} : { tool: options.tool }),
@@ -125,7 +132,7 @@ function registerShow(ledger: Command, invocation: Invocation): void {
     .option('--db <file>', DB_HELP)
     .action(
       runs(invocation, async ({ io }, key: string, options: DbOption) => {
-        const entries = await withLedger(io, options.db, false, (store) => store.show(key));
+        const entries = await withLedger(io, options.db, 'read', (store) => store.show(key));
         const full = entries.map((entry) => ({
           ...summary(entry),
           record: entry.record,
@@ -140,10 +147,23 @@ function registerShow(ledger: Command, invocation: Invocation): void {
     );
 }
 
+/** What a clean `ledger verify` does and does not prove: a pass must not be read as more. */
+const VERIFY_LIMITS = `
+What it proves: each row's record still has the digest stored with it, and
+the record (or the envelope it came in) passes the provenance checks,
+signatures included when the records are signed and --public-key is given.
+A row that cannot be read fails on its own, named by seq, run id and digest.
+
+What it does not prove: the gateway's records are neither signed nor chained,
+so a rewrite that keeps each row consistent (record and digest recomputed),
+deleted rows, and changed tool, upstream or created_at columns (no digest
+covers them) all pass. The file is opened read-only and never changed.`;
+
 function registerVerify(ledger: Command, invocation: Invocation): void {
   ledger
     .command('verify')
     .description('recompute every stored record digest and verify each record; exit 1 when any fails')
+    .addHelpText('after', VERIFY_LIMITS)
     .argument('[key]', 'only the records with this run id or record digest')
     .option('--db <file>', DB_HELP)
     .option('--artifacts <dir>', 'folder holding artifact content to re-digest (as verify takes it)')
@@ -166,7 +186,7 @@ function registerVerify(ledger: Command, invocation: Invocation): void {
             options.publicKey === undefined
               ? undefined
               : loadPublicKey(await readInputBytes(options.publicKey, io));
-          const report = await withLedger(io, options.db, false, (store) =>
+          const report = await withLedger(io, options.db, 'read', (store) =>
             verifyLedger(store, key, {
               ...(artifacts === undefined ? {} : { artifactsDir: resolve(io.cwd, artifacts) }),
               ...(publicKey ? { publicKey } : {}),
@@ -201,7 +221,7 @@ function registerAdd(ledger: Command, invocation: Invocation): void {
         invocation,
         async ({ io }, file: string, options: DbOption & { tool?: string; upstream?: string }) => {
           const value = await readJsonInput(file, io);
-          const { entry, inserted } = await withLedger(io, options.db, true, (store) =>
+          const { entry, inserted } = await withLedger(io, options.db, 'write', (store) =>
             store.insert(value, {
               ...(options.tool === undefined ? {} : { tool: options.tool }),
               ...(options.upstream === undefined ? {} : { upstream: options.upstream }),

@@ -1,10 +1,11 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvelopeError } from '../../../src/errors/index.ts';
 import { LEDGER_SCHEMA_VERSION, Ledger, verifyLedger } from '../../../src/ledger/index.ts';
+import { checkLedgerSchema } from '../../../src/ledger/store.ts';
 import { computeRecordDigest } from '../../../src/provenance/integrity.ts';
 import { callRecord } from './fixtures.ts';
 
@@ -161,5 +162,110 @@ describe('verifyLedger', () => {
       'record_digest',
     ]);
     expect((await verifyLedger(ledger, runA)).ok).toBe(true);
+  });
+});
+
+describe('Ledger opened read-only', () => {
+  it('refuses an empty file as not a ledger and leaves it empty', () => {
+    const file = join(dir, 'empty.sqlite');
+    writeFileSync(file, '');
+    const error = failure(() => Ledger.open(file, { readOnly: true }));
+    expect(error.code).toBe('LEDGER_NOT_A_LEDGER');
+    expect(error.message).toContain(file);
+    expect(statSync(file).size).toBe(0);
+  });
+
+  it('refuses a database of another program, with or without a schema version, and changes nothing', () => {
+    for (const version of [0, LEDGER_SCHEMA_VERSION]) {
+      const file = join(dir, `other-${version}.sqlite`);
+      const raw = new DatabaseSync(file);
+      raw.exec(`CREATE TABLE things (id INTEGER); PRAGMA user_version = ${version}`);
+      raw.close();
+      const before = readFileSync(file);
+      expect(failure(() => Ledger.open(file, { readOnly: true })).code, String(version)).toBe(
+        'LEDGER_NOT_A_LEDGER',
+      );
+      expect(readFileSync(file).equals(before), String(version)).toBe(true);
+    }
+  });
+
+  it("a writer refuses another program's database too, rather than adding its table to it", () => {
+    const file = join(dir, 'other.sqlite');
+    const raw = new DatabaseSync(file);
+    raw.exec('CREATE TABLE things (id INTEGER)');
+    raw.close();
+    const before = readFileSync(file);
+    expect(failure(() => Ledger.open(file)).code).toBe('LEDGER_NOT_A_LEDGER');
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
+
+  it('reads a ledger, refuses to store into it, and does not migrate an older one', () => {
+    const file = join(dir, 'l.sqlite');
+    const writer = Ledger.open(file);
+    writer.insert(callRecord(runA).record);
+    writer.close();
+    ledger = Ledger.open(file, { readOnly: true });
+    expect(ledger.count()).toBe(1);
+    expect(failure(() => ledger?.insert(callRecord(runB).record)).code).toBe('USAGE_ERROR');
+    // A program that knows a newer schema than the file's says so instead of migrating on read.
+    const raw = new DatabaseSync(file, { readOnly: true });
+    try {
+      const old = failure(() => checkLedgerSchema(raw, file, 'read', LEDGER_SCHEMA_VERSION + 1));
+      expect(old.code).toBe('LEDGER_MIGRATION_REQUIRED');
+      expect(old.details).toMatchObject({
+        version: LEDGER_SCHEMA_VERSION,
+        supported: LEDGER_SCHEMA_VERSION + 1,
+      });
+      expect(() => checkLedgerSchema(raw, file, 'write', LEDGER_SCHEMA_VERSION + 1)).not.toThrow();
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('refuses a file from a newer program, and a missing file', () => {
+    const file = join(dir, 'future.sqlite');
+    const raw = new DatabaseSync(file);
+    raw.exec(`PRAGMA user_version = ${LEDGER_SCHEMA_VERSION + 1}`);
+    raw.close();
+    expect(failure(() => Ledger.open(file, { readOnly: true })).code).toBe('LEDGER_VERSION_UNSUPPORTED');
+    const absent = join(dir, 'absent.sqlite');
+    expect(failure(() => Ledger.open(absent, { readOnly: true, create: true })).code).toBe(
+      'LEDGER_NOT_FOUND',
+    );
+    expect(existsSync(absent)).toBe(false);
+  });
+});
+
+describe('verifyLedger with malformed rows', () => {
+  it('fails each bad row on its own, naming it, and verifies the rest', async () => {
+    const file = join(dir, 'l.sqlite');
+    const writer = Ledger.open(file);
+    for (const run of [runA, runB, runC]) writer.insert(callRecord(run).envelope);
+    writer.close();
+    const raw = new DatabaseSync(file);
+    raw.prepare("UPDATE records SET envelope = 'not json' WHERE run_id = ?").run(runA);
+    raw.prepare('UPDATE records SET record = \'"a string"\', envelope = NULL WHERE run_id = ?').run(runB);
+    raw.close();
+    ledger = Ledger.open(file, { readOnly: true });
+    const report = await verifyLedger(ledger);
+    expect(report).toMatchObject({ ok: false, total: 3, failed: 2 });
+    expect(report.entries.map((entry) => [entry.run_id, entry.ok])).toEqual([
+      [runA, false],
+      [runB, false],
+      [runC, true],
+    ]);
+    const [first, second] = report.entries;
+    expect(first?.checks).toEqual([
+      expect.objectContaining({ check: 'ledger:row', status: 'fail', code: 'LEDGER_CORRUPT' }),
+    ]);
+    expect(first?.checks[0]?.message).toContain(`row 1 (run ${runA}, sha256:${first?.record_digest})`);
+    expect(second?.checks[0]?.message).toContain(`row 2 (run ${runB}, sha256:${second?.record_digest})`);
+    expect(first?.coverage).toMatchObject({
+      verdict: 'failed',
+      record_digest: { status: 'not_checked' },
+      signature: { status: 'not_checked' },
+    });
+    // Listing still names the bad row instead of a bare failure.
+    expect(failure(() => ledger?.list()).message).toContain(`row 1 (run ${runA}`);
   });
 });

@@ -37,11 +37,11 @@ describe('a writer process and a reader side by side', () => {
     });
     const exited = once(writer, 'exit');
 
-    // Read each time the writer reports inserts, while it goes on; every count seen must be a
+    // Read (read-only, as the CLI reads) each time the writer reports inserts, while it goes on; every count seen must be a
     // prefix of storage order. Its output ends when it does.
     const seen: number[] = [];
     for await (const _inserted of writer.stdout) {
-      const reader = Ledger.open(file, { create: false });
+      const reader = Ledger.open(file, { readOnly: true });
       try {
         const entries = reader.list({ limit: RECORDS });
         seen.push(entries.length);
@@ -56,7 +56,7 @@ describe('a writer process and a reader side by side', () => {
     expect(seen.length).toBeGreaterThan(0);
     expect(seen).toEqual([...seen].sort((a, b) => a - b));
 
-    const ledger = Ledger.open(file, { create: false });
+    const ledger = Ledger.open(file, { readOnly: true });
     try {
       expect(ledger.count()).toBe(RECORDS);
       expect(ledger.list({ tool: 'odd', limit: RECORDS })).toHaveLength(RECORDS / 2);
