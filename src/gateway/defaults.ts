@@ -40,6 +40,7 @@ export const CONFIG_DEFAULTS = deepFreeze({
     stdio: {
       args: UPSTREAM.stdio.properties.args.default as string[],
       env: UPSTREAM.stdio.properties.env.default as Record<string, string>,
+      envFromEnv: UPSTREAM.stdio.properties.envFromEnv.default as Record<string, string>,
       cwd: UPSTREAM.stdio.properties.cwd.default,
     },
     url: {

@@ -9,7 +9,36 @@ import { callTimeoutMs, type GatewayConfig, type UpstreamConfig } from './operat
 import { UpstreamStatusBoard } from './operations/upstream-status.ts';
 import type { GatewayOptions } from './relay/client-session.ts';
 import { type StdioGateway, serveGatewayOnStdio } from './transports/stdio/serve-stdio.ts';
+import { KILL_GRACE_MS, killAllUpstreams } from './upstreams/child-transport.ts';
+import { credentialsOf, rememberCredentials } from './upstreams/redact.ts';
 import type { UpstreamOptions, UpstreamSpec } from './upstreams/upstream.ts';
+
+/**
+ * How long closing the gateway may take: enough for upstreams to exit on EOF
+ * or SIGTERM (their own close sends SIGKILL after KILL_GRACE_MS); past it,
+ * whatever upstream process is left is killed and the close ends anyway.
+ */
+export const SHUTDOWN_GRACE_MS = KILL_GRACE_MS + 1000;
+/** After the forced kill, how long the rest of the close (call log, ledger) may still take. */
+const SHUTDOWN_FINISH_MS = 1000;
+
+/** Runs `close`, bounded: past SHUTDOWN_GRACE_MS the upstreams are killed, and past SHUTDOWN_FINISH_MS more it is left. */
+async function closeWithin(close: () => Promise<void>): Promise<void> {
+  const closing = close();
+  let timer: NodeJS.Timeout | undefined;
+  const expired = (ms: number) =>
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+  try {
+    if (await Promise.race([closing.then(() => true), expired(SHUTDOWN_GRACE_MS)])) return;
+    clearTimeout(timer);
+    killAllUpstreams();
+    await Promise.race([closing, expired(SHUTDOWN_FINISH_MS)]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
  * Turns a resolved configuration into a running gateway: the ledger and the
@@ -28,6 +57,7 @@ export interface RunningGateway {
   callLog: CallLog | undefined;
   /** Resolves when the stdio client went away (never, without stdio). */
   stdioClosed: Promise<void>;
+  /** Settles within SHUTDOWN_GRACE_MS plus a second, whatever the upstreams do. */
   close(): Promise<void>;
 }
 
@@ -88,11 +118,34 @@ function listenError(error: unknown, config: GatewayConfig): unknown {
   );
 }
 
+/** Whether an address only this machine can reach was bound (127.0.0.0/8, ::1, localhost). */
+function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}
+
+/**
+ * The warning for an HTTP listener other machines can reach with no token
+ * required: anyone on the network may then call every tool. Host checks do
+ * not help there, as they only stop browsers; a client outside sends any Host.
+ */
+export function exposureWarning(config: GatewayConfig, url?: string): string | undefined {
+  const listen = config.listen.http;
+  if (!listen || isLoopback(listen.host) || config.auth.required) return undefined;
+  return (
+    `WARNING: HTTP at ${url ?? `${listen.host}:${listen.port}`} is open to the network and no bearer token is required: ` +
+    'anyone who can reach this address can call every tool. Configure auth.tokens, or bind 127.0.0.1.'
+  );
+}
+
 export async function startGateway(
   config: GatewayConfig,
   options: StartOptions = {},
 ): Promise<RunningGateway> {
   const report = options.onError ?? (() => {});
+  // What upstreams write on stderr reaches callers in failures; the gateway's own credentials never do.
+  rememberCredentials(config.auth.tokens.map(({ token }) => token));
+  for (const upstream of config.upstreams) rememberCredentials(credentialsOf(upstreamSpec(upstream)));
   const ledger = config.ledger.enabled ? Ledger.open(config.ledger.path) : undefined;
   const callLog = config.logs.enabled
     ? new CallLog({
@@ -166,6 +219,8 @@ export async function startGateway(
     await closeAll();
     throw listenError(error, config);
   }
+  const exposed = exposureWarning(config, http?.url);
+  if (exposed) report(exposed);
   // The first session's upstreams have started or failed, so the caller can say which.
   await http?.ready;
   let closing: Promise<void> | undefined;
@@ -177,7 +232,7 @@ export async function startGateway(
     callLog,
     stdioClosed: stdio ? stdio.closed : new Promise<void>(() => {}),
     close: () => {
-      closing ??= closeAll();
+      closing ??= closeWithin(closeAll);
       return closing;
     },
   };

@@ -24,7 +24,8 @@ describe('an upstream answering with a result nested too deeply', () => {
     await client.connect(
       new StdioClientTransport({
         command: NODE,
-        args: [BIN, 'proxy', ...flags, '--', NODE, DEEP_SERVER],
+        // The upstream gets only what the proxy passes on (--env), not the proxy's own environment.
+        args: [BIN, 'proxy', ...flags, '--env', 'DEPTH', '--', NODE, DEEP_SERVER],
         cwd: ROOT,
         env: { ...process.env, DEPTH: String(depth) } as Record<string, string>,
       }),

@@ -217,6 +217,7 @@ interface Facts {
   argv: string[];
   label: string | null;
   value: string | null;
+  secret: string | null;
 }
 
 interface Artifact {
@@ -423,6 +424,7 @@ beforeAll(async () => {
               command: './probe.sh',
               args: ['--label', 'configured'],
               env: { PROBE_VALUE: 'from-config' },
+              envFromEnv: { PROBE_SECRET: 'EVERY_SETTING_PROBE_SECRET' },
               cwd: 'sub',
             },
           },
@@ -462,7 +464,7 @@ beforeAll(async () => {
         logs: { dir: 'call-logs', includeArguments: true, instance: 'desk-1' },
         ids: { seed: SEED },
       },
-      { EVERY_SETTING_REMOTE_AUTH: 'Bearer remote-secret' },
+      { EVERY_SETTING_REMOTE_AUTH: 'Bearer remote-secret', EVERY_SETTING_PROBE_SECRET: 'from-environment' },
     ).then((gateway) => {
       varied = gateway;
     }),
@@ -575,8 +577,14 @@ describe('upstream settings', () => {
   });
 
   proves(
-    ['upstreams[].stdio.command', 'upstreams[].stdio.args', 'upstreams[].stdio.env', 'upstreams[].stdio.cwd'],
-    'stdio.command, args, env and cwd are how the child process runs',
+    [
+      'upstreams[].stdio.command',
+      'upstreams[].stdio.args',
+      'upstreams[].stdio.env',
+      'upstreams[].stdio.envFromEnv',
+      'upstreams[].stdio.cwd',
+    ],
+    'stdio.command, args, env, envFromEnv and cwd are how the child process runs',
     async () => {
       const local = resultOf<Facts>(await varied.call('local__whoami'));
       const base = resultOf<Facts>(await varied.call('base__whoami'));
@@ -587,6 +595,9 @@ describe('upstream settings', () => {
       expect(base.label).toBeNull();
       expect(local.value).toBe('from-config');
       expect(base.value).toBeNull();
+      // envFromEnv: the gateway's variable reaches only the upstream that names it.
+      expect(local.secret).toBe('from-environment');
+      expect(base.secret).toBeNull();
       expect(local.cwd).toBe(realpathSync(join(varied.dir, 'sub')));
       expect(base.cwd).toBe(realpathSync(varied.dir));
     },

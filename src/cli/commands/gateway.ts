@@ -17,11 +17,29 @@ interface GatewayFlags {
 
 const LAUNCHER = fileURLToPath(new URL('../../../bin/mcp-envelope', import.meta.url));
 
-function waitForSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
+/**
+ * The signals that stop the gateway. SIGHUP too: upstreams run in process
+ * groups of their own, so a closing terminal's hangup reaches them only
+ * through the gateway.
+ */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** Resolves on the first stop signal; from then on the default action no longer ends the process before its upstreams. */
+function stopRequested(): { requested: Promise<void>; dispose(): void } {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  const stop = () => resolve();
+  for (const signal of STOP_SIGNALS) process.on(signal, stop);
+  return {
+    requested: promise,
+    dispose: () => {
+      for (const signal of STOP_SIGNALS) process.off(signal, stop);
+    },
+  };
+}
+
+/** Ends the process shortly unless it ends by itself first: a handle an upstream left open must not keep it alive. */
+function exitSoon(): void {
+  setTimeout(() => process.exit(), 1000).unref();
 }
 
 /** How to reach the running gateway: the URL and an MCP client configuration for stdio. */
@@ -100,13 +118,24 @@ export const registerGateway: Registrar = (program, invocation) => {
             'Nothing to serve: enable stdio or HTTP (--stdio, --http HOST:PORT)',
           );
         }
-        const running = await startGateway(config, {
-          onError: (error) =>
-            io.stderr(`gateway: ${error instanceof Error ? error.message : String(error)}\n`),
-        });
-        io.stderr(connectionHelp(config, running));
-        await Promise.race([running.stdioClosed, waitForSignal()]);
-        await running.close();
+        const stop = stopRequested();
+        try {
+          const running = await Promise.race([
+            startGateway(config, {
+              onError: (error) =>
+                io.stderr(`gateway: ${error instanceof Error ? error.message : String(error)}\n`),
+            }),
+            stop.requested,
+          ]);
+          // Stopped while starting: the upstreams being started die with the process ('exit' kills their groups).
+          if (!running) process.exit(EXIT.ok);
+          io.stderr(connectionHelp(config, running));
+          await Promise.race([running.stdioClosed, stop.requested]);
+          await running.close();
+        } finally {
+          stop.dispose();
+        }
+        exitSoon();
         return { exitCode: EXIT.ok };
       }),
     );

@@ -47,7 +47,7 @@ export interface StdioUpstream {
   kind: 'stdio';
   command: string;
   args: string[];
-  /** Extra variables for the child, on top of the SDK's safe inherited set. */
+  /** The child's variables (`env`, then `envFromEnv` resolved), over child-transport.ts's safe base: nothing else of the gateway's environment. */
   env: Record<string, string>;
   /** Absolute; defaults to the configuration file's folder. */
   cwd: string;
@@ -259,12 +259,23 @@ function resolveUpstream(
   const defaults = CONFIG_DEFAULTS.upstream;
   let transport: StdioUpstream | HttpUpstream;
   if (upstream.stdio) {
-    const { command, args, env: childEnv, cwd } = upstream.stdio;
+    const { command, args, env: childEnv, envFromEnv, cwd } = upstream.stdio;
+    const childVariables: Record<string, string> = { ...(childEnv ?? defaults.stdio.env) };
+    for (const [name, variable] of Object.entries(envFromEnv ?? defaults.stdio.envFromEnv)) {
+      const found = env[variable];
+      if (found === undefined) {
+        throw configError(
+          `Environment variable ${variable} (variable ${name} of upstream "${upstream.name}") is not set`,
+          encodePointer(['upstreams', index, 'stdio', 'envFromEnv', name]),
+        );
+      }
+      childVariables[name] = found;
+    }
     transport = {
       kind: 'stdio',
       command: resolveCommand(baseDir, command),
       args: [...(args ?? defaults.stdio.args)],
-      env: { ...(childEnv ?? defaults.stdio.env) },
+      env: childVariables,
       cwd: resolvePath(baseDir, cwd ?? defaults.stdio.cwd),
     };
   } else {
@@ -388,7 +399,13 @@ function depth(pointer: string): number {
 // The shape the schema admits, before defaults.
 interface RawUpstream {
   name: string;
-  stdio?: { command: string; args?: string[]; env?: Record<string, string>; cwd?: string };
+  stdio?: {
+    command: string;
+    args?: string[];
+    env?: Record<string, string>;
+    envFromEnv?: Record<string, string>;
+    cwd?: string;
+  };
   url?: { url: string; headers?: Record<string, string>; headersFromEnv?: Record<string, string> };
   dialect?: UpstreamDialect;
   validation?: { input?: ValidationMode; output?: ValidationMode; invalidInput?: InvalidInputForm };

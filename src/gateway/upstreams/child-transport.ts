@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import { parseJSONRPCMessage, serializeMessage } from '@modelcontextprotocol/client';
 import { decodeUtf8 } from '../../canonical/index.ts';
@@ -76,9 +77,145 @@ export interface ChildExit {
   signal: NodeJS.Signals | null;
 }
 
+/**
+ * What every upstream inherits from the gateway: what a program needs to run,
+ * find its tools, write temporary files and speak the operator's language;
+ * nothing that authenticates. The gateway's own secrets (bearer tokens, the
+ * variables behind `tokenEnv` and `headersFromEnv`, `MCP_ENVELOPE_*`) are
+ * therefore never handed on; an upstream that needs a variable gets it from
+ * its configuration's `env`. NODE_OPTIONS is left out on purpose: it carries
+ * the gateway's own runtime flags (`--inspect` would fight over the debug port,
+ * `--require`/`--import` would preload the gateway's hooks into every Node
+ * upstream).
+ */
+export const SAFE_ENVIRONMENT: { readonly posix: readonly string[]; readonly windows: readonly string[] } = {
+  posix: [
+    'PATH',
+    'HOME',
+    'USER',
+    'LOGNAME',
+    'SHELL',
+    'TERM',
+    'LANG',
+    'LANGUAGE',
+    'TZ',
+    'TMPDIR',
+    'TEMP',
+    'TMP',
+  ],
+  windows: [
+    'PATH',
+    'PATHEXT',
+    'SYSTEMROOT',
+    'SYSTEMDRIVE',
+    'WINDIR',
+    'COMSPEC',
+    'TEMP',
+    'TMP',
+    'USERNAME',
+    'USERPROFILE',
+    'HOMEDRIVE',
+    'HOMEPATH',
+    'APPDATA',
+    'LOCALAPPDATA',
+    'PROGRAMDATA',
+    'PROGRAMFILES',
+    'PROGRAMFILES(X86)',
+    'PROGRAMW6432',
+    'PROCESSOR_ARCHITECTURE',
+    'NUMBER_OF_PROCESSORS',
+    'OS',
+    'LANG',
+    'TZ',
+  ],
+};
+
+/**
+ * An upstream's whole environment: the safe base read from `parent` (the
+ * locale's `LC_*` too), then the configured variables, which win. A value
+ * opening with `()` is an exported shell function and is not inherited.
+ */
+export function upstreamEnvironment(
+  configured: Readonly<Record<string, string | undefined>> = {},
+  parent: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): Record<string, string> {
+  const windows = platform === 'win32';
+  const names = new Set(windows ? SAFE_ENVIRONMENT.windows : SAFE_ENVIRONMENT.posix);
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parent)) {
+    if (value === undefined || value.startsWith('()')) continue;
+    // Windows names are case-insensitive (`Path`, `SystemRoot`).
+    const key = windows ? name.toUpperCase() : name;
+    if (names.has(key) || (!windows && /^LC_[A-Z_]+$/.test(name))) env[name] = value;
+  }
+  for (const [name, value] of Object.entries(configured)) if (value !== undefined) env[name] = value;
+  return env;
+}
+
+/** How long a server gets to exit on its own once stdin is closed, before its group gets SIGTERM. */
+export const EOF_GRACE_MS = 500;
+/** How long a process group gets between SIGTERM and SIGKILL. */
+export const KILL_GRACE_MS = 2000;
+/** How long pipes may stay open after the group is gone (held by a process that left it) before they are let go. */
+export const PIPE_GRACE_MS = 1000;
+/** How often a group that cannot be waited on (its members are not the gateway's children) is looked at. */
+const GROUP_POLL_MS = 25;
+
+/** On POSIX an upstream leads its own process group, so a wrapper and whatever it started end together. */
+const GROUPS = process.platform !== 'win32';
+
+/**
+ * Whether a process group has a member that is not a zombie. Its orphans are
+ * reparented to init, and an init that does not reap (some containers' first
+ * process) would keep their zombies in the group for good.
+ */
+function groupHasLiving(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch (error) {
+    // EPERM: a member is there but not ours to signal.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  if (process.platform !== 'linux') return true;
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return true;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true;
+  }
+  return false;
+}
+
+/** The upstreams whose processes may still be running, for the gateway's last word on exit. */
+const running = new Set<ChildProcessTransport>();
+let exitHookInstalled = false;
+
+/**
+ * SIGKILLs every upstream process group still running. Synchronous, so it also
+ * runs in the process's 'exit' event: whatever way the gateway ends (short of
+ * SIGKILL), its upstreams do not outlive it.
+ */
+export function killAllUpstreams(): void {
+  for (const transport of running) transport.kill('SIGKILL');
+}
+
 export interface ChildTransportOptions {
   command: string;
   args?: readonly string[];
+  /** The configured variables, over the safe base (see `upstreamEnvironment`). */
   env?: Record<string, string | undefined>;
   cwd?: string;
   stderr: StderrRing;
@@ -101,6 +238,8 @@ export class ChildProcessTransport implements Transport {
   #pending: JSONRPCMessage[] = [];
   #draining = false;
   #drained: Promise<void> | undefined;
+  /** Settles once the leader exited, the rest of its group was ended and the connection ended. */
+  readonly #gone = Promise.withResolvers<void>();
   garbageLines = 0;
 
   onclose?: () => void;
@@ -129,23 +268,32 @@ export class ChildProcessTransport implements Transport {
   }
 
   start(): Promise<void> {
+    if (!exitHookInstalled) {
+      exitHookInstalled = true;
+      process.once('exit', killAllUpstreams);
+    }
     return new Promise((resolve, reject) => {
       const child = spawn(this.#options.command, [...(this.#options.args ?? [])], {
-        env: { ...process.env, ...this.#options.env },
+        env: upstreamEnvironment(this.#options.env),
         cwd: this.#options.cwd,
         stdio: ['pipe', 'pipe', 'pipe'],
+        detached: GROUPS,
         windowsHide: true,
       });
       this.#child = child;
+      running.add(this);
       child.once('error', (error) => {
         this.#stderr(`[spawn error] ${error.message}\n`);
         reject(error);
         this.onerror?.(error);
+        running.delete(this);
         this.#finish();
+        this.#gone.resolve();
       });
       child.once('spawn', () => resolve());
       child.once('exit', (code, signal) => {
         this.#exit = { code, signal };
+        void this.#endGroup();
       });
       // 'close' comes after stdio drained, so every last message was delivered first.
       child.once('close', (code, signal) => {
@@ -157,6 +305,63 @@ export class ChildProcessTransport implements Transport {
       child.stderr?.setEncoding('utf8');
       child.stderr?.on('data', (text: string) => this.#stderr(text));
     });
+  }
+
+  /**
+   * The leader exited: what it started (a wrapper's server, a grandchild) goes
+   * with it, TERM then KILL, and pipes such a process kept open are let go, so
+   * the end is seen even when something escaped the group.
+   */
+  async #endGroup(): Promise<void> {
+    if (this.#signal('SIGTERM') && !(await this.#within(KILL_GRACE_MS, () => !this.#groupAlive()))) {
+      this.#signal('SIGKILL');
+      await this.#within(PIPE_GRACE_MS, () => !this.#groupAlive());
+    }
+    if (!(await this.#within(PIPE_GRACE_MS, () => this.#closed))) this.#letGo();
+    running.delete(this);
+    this.#gone.resolve();
+  }
+
+  /** Signals the whole group (the process alone on Windows); false when nothing was there to signal. */
+  #signal(signal: NodeJS.Signals): boolean {
+    const child = this.#child;
+    if (child?.pid === undefined) return false;
+    try {
+      if (GROUPS) process.kill(-child.pid, signal);
+      else if (!child.kill(signal)) return false;
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  #groupAlive(): boolean {
+    const pid = this.#child?.pid;
+    if (pid === undefined) return false;
+    return GROUPS ? groupHasLiving(pid) : this.#exit === undefined;
+  }
+
+  /** Whether `done` holds within `ms`, looked at every GROUP_POLL_MS. */
+  #within(ms: number, done: () => boolean): Promise<boolean> {
+    if (done()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const deadline = Date.now() + ms;
+      const timer = setInterval(() => {
+        if (done()) resolve(true);
+        else if (Date.now() >= deadline) resolve(false);
+        else return;
+        clearInterval(timer);
+      }, GROUP_POLL_MS);
+    });
+  }
+
+  /** Stops waiting for pipes a process outside the group holds: the connection ends here. */
+  #letGo(): void {
+    const child = this.#child;
+    child?.stdin?.destroy();
+    child?.stdout?.destroy();
+    child?.stderr?.destroy();
+    this.#finish();
   }
 
   #stderr(text: string): void {
@@ -263,21 +468,50 @@ export class ChildProcessTransport implements Transport {
     return this.#drained;
   }
 
+  /**
+   * Ends the server politely: stdin closed, then its group gets SIGTERM after
+   * EOF_GRACE_MS and SIGKILL after KILL_GRACE_MS more. Bounded whatever the
+   * server does: it settles within about EOF_GRACE_MS + KILL_GRACE_MS +
+   * 2 × PIPE_GRACE_MS even for a process that ignores both EOF and SIGTERM.
+   */
   async close(): Promise<void> {
     const child = this.#child;
-    if (!child || this.#closed) return;
-    child.stdin?.end();
-    const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
-    // Give the server a moment to exit on EOF, then insist.
-    const timer = setTimeout(() => child.kill('SIGTERM'), 500);
-    const hard = setTimeout(() => child.kill('SIGKILL'), 2000);
-    await exited;
-    clearTimeout(timer);
-    clearTimeout(hard);
+    if (child?.pid === undefined) return;
+    if (this.#exit === undefined) {
+      child.stdin?.end();
+      if (!(await this.#within(EOF_GRACE_MS, () => this.#exit !== undefined))) {
+        this.#signal('SIGTERM');
+        if (!(await this.#within(KILL_GRACE_MS, () => this.#exit !== undefined))) this.#signal('SIGKILL');
+      }
+    }
+    await this.#settled();
   }
 
-  /** Ends the child at once (used on gateway shutdown and by tests). */
+  /** Ends the server's whole group at once with SIGKILL (a start that ran out of time); settles once it is gone. */
+  async terminate(): Promise<void> {
+    if (this.#child?.pid === undefined) return;
+    this.#signal('SIGKILL');
+    await this.#settled();
+  }
+
+  /** Once the group is gone and the connection ended; bounded even if the leader is never reaped. */
+  async #settled(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const gone = await Promise.race([
+      this.#gone.promise.then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), KILL_GRACE_MS + 2 * PIPE_GRACE_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!gone) {
+      this.#letGo();
+      running.delete(this);
+    }
+  }
+
+  /** Ends the server's whole group at once (used on gateway shutdown and by tests, as a crash would). */
   kill(signal: NodeJS.Signals = 'SIGKILL'): void {
-    this.#child?.kill(signal);
+    this.#signal(signal);
   }
 }

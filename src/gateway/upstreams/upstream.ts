@@ -25,6 +25,7 @@ import { ANY_RESULT } from '../jsonrpc/messages.ts';
 import { collectPages } from '../jsonrpc/pagination.ts';
 import { ChildProcessTransport, StderrRing } from './child-transport.ts';
 import { connectionVerdict, lossReason } from './connection-loss.ts';
+import { credentialsOf, keepForOperator, redactSecrets } from './redact.ts';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy, restartsInARow } from './restart-policy.ts';
 
 export type UpstreamSpec =
@@ -332,7 +333,9 @@ export class Upstream {
       await connection.client.connect(connection.transport, { timeout: this.#startTimeoutMs });
     } catch (error) {
       const failure = this.#startFailure(connection, error);
-      // A server that never answered initialize is still running: end it.
+      // A server that never answered initialize may still be running: its whole
+      // group ends now, so the start fails at its deadline, not after a polite close.
+      if (connection.transport instanceof ChildProcessTransport) await connection.transport.terminate();
       await connection.client.close().catch(() => {});
       this.#startFailed(connection, failure);
       throw failure;
@@ -528,8 +531,12 @@ export class Upstream {
       if (exit.signal) details.signal = exit.signal;
     }
     const tail = this.stderr.tail(1024);
-    if (tail) details.stderr = tail;
-    return new UpstreamFailure(message, details, cause);
+    // Callers get the failure with likely secrets redacted; the operator's surfaces read the full text.
+    const known = credentialsOf(this.spec);
+    if (tail) details.stderr = redactSecrets(tail, known);
+    const failure = new UpstreamFailure(redactSecrets(message, known), details, cause);
+    keepForOperator(failure, { message, ...(tail ? { stderr: tail } : {}) });
+    return failure;
   }
 
   /** The live client, after waiting (until `deadline`) for an upstream that is starting or restarting. */

@@ -1,9 +1,12 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   ChildProcessTransport,
   lastLines,
   StderrRing,
+  upstreamEnvironment,
 } from '../../../src/gateway/upstreams/child-transport.ts';
 
 /** Runs a child that writes the given stdout bytes and exits; collects what the transport delivers. */
@@ -116,4 +119,127 @@ describe('the stderr tail', () => {
     ring.push(excerpt);
     expect(ring.lastLines(1)).toEqual(['  at main (server.js:3)']);
   });
+});
+
+describe('the environment an upstream gets', () => {
+  it('holds the safe base and the configured variables, never the gateway’s own', () => {
+    const parent = {
+      PATH: '/usr/bin',
+      HOME: '/home/op',
+      LANG: 'C.UTF-8',
+      LC_TIME: 'en_GB.UTF-8',
+      TMPDIR: '/tmp',
+      MCP_ENVELOPE_PRO_TOKEN: 'secret-token-value',
+      REMOTE_MCP_AUTHORIZATION: 'Bearer secret',
+      NODE_OPTIONS: '--inspect',
+      BASH_FUNC_x: '() { :; }',
+      SHELL: '() { :; }',
+    };
+    expect(upstreamEnvironment({ API_KEY: 'configured', HOME: '/srv' }, parent, 'linux')).toEqual({
+      PATH: '/usr/bin',
+      HOME: '/srv',
+      LANG: 'C.UTF-8',
+      LC_TIME: 'en_GB.UTF-8',
+      TMPDIR: '/tmp',
+      API_KEY: 'configured',
+    });
+  });
+
+  it('reads Windows names whatever their case', () => {
+    const parent = { Path: 'C:\\Windows', SystemRoot: 'C:\\Windows', ComSpec: 'cmd.exe', SECRET: 'x' };
+    expect(upstreamEnvironment({}, parent, 'win32')).toEqual({
+      Path: 'C:\\Windows',
+      SystemRoot: 'C:\\Windows',
+      ComSpec: 'cmd.exe',
+    });
+  });
+
+  it('is what a real child sees: a token in the gateway’s environment is not there', async () => {
+    const saved = { ...process.env };
+    process.env.MCP_ENVELOPE_TEST_TOKEN = 'do-not-leak-0123456789';
+    process.env.SOME_SERVICE_TOKEN = 'do-not-leak-either';
+    try {
+      const script = `process.stdout.write(JSON.stringify({ jsonrpc: '2.0', method: 'env', params: process.env }) + '\\n');`;
+      const transport = new ChildProcessTransport({
+        command: process.execPath,
+        args: ['-e', script],
+        env: { CONFIGURED: 'yes' },
+        stderr: new StderrRing(),
+      });
+      const seen = new Promise<JSONRPCMessage>((resolve) => {
+        transport.onmessage = resolve;
+      });
+      await transport.start();
+      const env = ((await seen) as { params: Record<string, string> }).params;
+      await transport.close();
+      expect(env.CONFIGURED).toBe('yes');
+      expect(env.PATH).toBe(process.env.PATH);
+      expect(env).not.toHaveProperty('MCP_ENVELOPE_TEST_TOKEN');
+      expect(env).not.toHaveProperty('SOME_SERVICE_TOKEN');
+    } finally {
+      process.env = saved;
+    }
+  });
+});
+
+const PROCESSES = fileURLToPath(new URL('../../fixtures/servers/processes.ts', import.meta.url));
+const started: number[] = [];
+
+afterEach(() => {
+  // Whatever a failed test left behind.
+  for (const pid of started.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {}
+  }
+});
+
+/** Gone, or a zombie no one will reap (this container's init does not): either way, not running. */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return true;
+  }
+}
+
+/** The processes fixture behind `sh -c`, as a launcher script runs a server: sh stays its parent. */
+async function wrapped(...flags: string[]) {
+  const transport = new ChildProcessTransport({
+    command: '/bin/sh',
+    args: ['-c', '"$@"; echo wrapper done >&2', 'sh', process.execPath, PROCESSES, ...flags],
+    stderr: new StderrRing(),
+  });
+  const answers = new Map<unknown, (message: JSONRPCMessage) => void>();
+  transport.onmessage = (message) => answers.get((message as { id?: unknown }).id)?.(message);
+  await transport.start();
+  const answer = new Promise<JSONRPCMessage>((resolve) => answers.set(1, resolve));
+  await transport.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'pids' } });
+  const { result } = (await answer) as unknown as { result: { content: { text: string }[] } };
+  const pids = JSON.parse(result.content[0]?.text ?? '{}') as { pid: number; grandchild?: number };
+  started.push(pids.pid, ...(pids.grandchild ? [pids.grandchild] : []));
+  return { transport, pids };
+}
+
+describe.skipIf(process.platform === 'win32')('an upstream’s processes', () => {
+  it('end together on close: the wrapper, the server and what the server started', async () => {
+    const { transport, pids } = await wrapped('--grandchild');
+    expect(running(pids.grandchild ?? 0)).toBe(true);
+    await transport.close();
+    expect(running(pids.pid)).toBe(false);
+    expect(running(pids.grandchild ?? 0)).toBe(false);
+  });
+
+  it('are killed after the grace period when the server ignores SIGTERM and the end of stdin', async () => {
+    const { transport, pids } = await wrapped('--stubborn');
+    await transport.close();
+    expect(running(pids.pid)).toBe(false);
+    expect(transport.exit).toBeDefined();
+  }, 15_000);
 });

@@ -5,7 +5,7 @@ import { LineServerTransport } from './line-server-transport.ts';
 
 export interface StdioGateway {
   session: ClientSession;
-  /** Resolves when the downstream client closed stdin (or close() was called). */
+  /** Resolves when the downstream client closed stdin or stopped reading stdout (or close() was called). */
   closed: Promise<void>;
   close(): Promise<void>;
 }
@@ -27,6 +27,9 @@ export async function serveGatewayOnStdio(options: GatewayOptions): Promise<Stdi
   const handle = serveStdio(() => session.relay.server, { transport, onerror: () => {} });
   process.stdin.once('end', () => markClosed());
   process.stdin.once('close', () => markClosed());
+  // A client that stopped reading (EPIPE) is gone as surely as one that closed stdin.
+  process.stdout.once('error', () => markClosed());
+  process.stdout.once('close', () => markClosed());
   const close = async () => {
     await handle.close().catch(() => {});
     await session.close();
