@@ -3,11 +3,20 @@ export interface PageTool {
   description?: string;
 }
 
+/**
+ * An upstream as the page may know it. A stdio upstream's command line is
+ * not even passed in: it names files and often carries secrets in arguments.
+ */
+export type PageUpstream = { name: string; state?: string } & (
+  | { kind: 'stdio' }
+  | { kind: 'http'; url: string }
+);
+
 export interface PageInfo {
   title: string;
   mode: string;
   endpoint: string;
-  upstreams: readonly { name: string; target: string; state?: string }[];
+  upstreams: readonly PageUpstream[];
   tools: readonly PageTool[];
   authRequired: boolean;
 }
@@ -24,6 +33,19 @@ export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (char) => ESCAPES[char] ?? char);
 }
 
+/**
+ * How the page names where an upstream is: a URL by its origin only, since
+ * user info, path and query may hold credentials or name private routes.
+ */
+function describe(upstream: PageUpstream): string {
+  if (upstream.kind === 'stdio') return 'a local process (stdio)';
+  try {
+    return `Streamable HTTP at ${new URL(upstream.url).origin}`;
+  } catch {
+    return 'Streamable HTTP';
+  }
+}
+
 /** The page a browser gets at GET /mcp: what this endpoint is and how to connect. Every value is escaped. */
 export function renderInfoPage(info: PageInfo): string {
   const e = escapeHtml;
@@ -38,7 +60,7 @@ export function renderInfoPage(info: PageInfo): string {
   const upstreams = info.upstreams
     .map(
       (u) =>
-        `<li><code>${e(u.name)}</code>: ${e(u.target)}${u.state ? ` (<strong>${e(u.state)}</strong>)` : ''}</li>`,
+        `<li><code>${e(u.name)}</code>: ${e(describe(u))}${u.state ? ` (<strong>${e(u.state)}</strong>)` : ''}</li>`,
     )
     .join('\n');
   const config = JSON.stringify({ mcpServers: { gateway: { type: 'http', url: info.endpoint } } }, null, 2);

@@ -1,9 +1,5 @@
-import {
-  localhostAllowedHostnames,
-  localhostAllowedOrigins,
-  validateHostHeader,
-  validateOriginHeader,
-} from '@modelcontextprotocol/server';
+import { isIPv6 } from 'node:net';
+import { localhostAllowedHostnames, localhostAllowedOrigins } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
 
 export interface OriginPolicy {
@@ -13,7 +9,7 @@ export interface OriginPolicy {
   allowedOrigins?: readonly string[];
 }
 
-/** A configured name as the SDK reads a header's: lower case, IPv6 in brackets, IDN as punycode. */
+/** A configured name as a header's is compared: lower case, IPv6 in brackets, IDN as punycode. */
 function hostnameOf(name: string): string {
   try {
     return new URL(`http://${name}`).hostname;
@@ -23,16 +19,47 @@ function hostnameOf(name: string): string {
 }
 
 /**
+ * `host[:port]` exactly (RFC 9110 `Host`): a DNS name or IPv4 address, or an
+ * IPv6 address in brackets that close the host. Nothing else: no user info,
+ * path, spaces, empty port, or text after the brackets (`[::1]evil.com`).
+ * The URL parser accepts and repairs all of those, so it is not used here.
+ */
+const HOST =
+  /^(?:(\[[0-9a-f:.]+\])|([a-z0-9](?:[a-z0-9_-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9_-]*[a-z0-9])?)*))(?::(\d{1,5}))?$/i;
+
+/** The host name of a `host[:port]` value (lower case, IPv6 bracketed), or undefined when it is not one. */
+export function parseHost(value: string): string | undefined {
+  const match = HOST.exec(value);
+  if (!match) return undefined;
+  const [, ipv6, name, port] = match;
+  if (port !== undefined && Number(port) > 65_535) return undefined;
+  if (ipv6 !== undefined) return isIPv6(ipv6.slice(1, -1)) ? ipv6.toLowerCase() : undefined;
+  return name?.toLowerCase();
+}
+
+/**
+ * An origin as browsers serialize it (RFC 6454): `scheme://host[:port]` and
+ * nothing more. Returns its scheme and host name, or undefined.
+ */
+function parseOrigin(value: string): { scheme: string; hostname: string } | undefined {
+  const match = /^([a-z][a-z0-9+.-]*):\/\/([^/?#@\s]+)$/i.exec(value);
+  if (!match) return undefined;
+  const hostname = parseHost(match[2] as string);
+  return hostname === undefined ? undefined : { scheme: (match[1] as string).toLowerCase(), hostname };
+}
+
+/**
  * DNS-rebinding protection: a page on a hostile domain that resolves to
  * 127.0.0.1 still sends its own Host and Origin, so both must name an
  * allowed host. Throws `forbidden` otherwise.
  *
- * The header parsing and matching are the SDK's (`validateHostHeader`,
- * `validateOriginHeader`, the same checks its own transports run). This
- * wrapper adds what they cannot say: the gateway's error (403 FORBIDDEN naming
- * the header, not the SDK's JSON-RPC -32000 reply), loopback always allowed
- * besides the configured names, and full origins (`https://app.example`)
- * matched exactly, since the SDK's list compares host names only.
+ * Both headers are parsed strictly here rather than by the SDK's validators,
+ * which read them with the URL parser: that repairs what it is given, so
+ * `a@localhost` or `localhost/x` passed as Host `localhost`, and any scheme
+ * (`javascript://localhost`) passed as a loopback origin. Loopback names are
+ * always allowed besides the configured ones; an Origin must be http(s),
+ * unless the configuration lists it whole or lists its scheme as
+ * `<scheme>://*` (browser extensions).
  */
 export function checkHostAndOrigin(
   host: string | undefined,
@@ -40,21 +67,37 @@ export function checkHostAndOrigin(
   policy: OriginPolicy = {},
 ): void {
   const allowed = allowedBy(policy);
-  if (!validateHostHeader(host, allowed.hosts).ok) {
+  const hostname = host === undefined ? undefined : parseHost(host);
+  if (hostname === undefined || !allowed.hosts.has(hostname)) {
     throw new EnvelopeError('FORBIDDEN', 'Host header is not allowed', { header: 'host' });
   }
   if (origin === undefined) return;
-  if (allowed.exactOrigins.has(origin.toLowerCase())) return;
-  // The SDK lets an empty header through as absent; a browser never sends one, so it is refused as before.
-  if (origin === '' || !validateOriginHeader(origin, allowed.origins).ok) {
+  if (!originAllowed(origin, allowed)) {
     throw new EnvelopeError('FORBIDDEN', 'Origin header is not allowed', { header: 'origin' });
   }
 }
 
+function originAllowed(origin: string, allowed: AllowedNames): boolean {
+  const lower = origin.toLowerCase();
+  if (allowed.exactOrigins.has(lower)) return true;
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\/[^\s/?#@]+$/.exec(lower)?.[1];
+  if (scheme !== undefined && allowed.anyOfScheme.has(scheme)) return true;
+  // An empty header or `null` (a sandboxed frame, a file: page) names no origin to trust.
+  const parsed = parseOrigin(origin);
+  return (
+    parsed !== undefined &&
+    (parsed.scheme === 'http' || parsed.scheme === 'https') &&
+    allowed.originHosts.has(parsed.hostname)
+  );
+}
+
 interface AllowedNames {
-  hosts: string[];
+  hosts: Set<string>;
   exactOrigins: Set<string>;
-  origins: string[];
+  /** Schemes listed as `<scheme>://*`: every origin of them is allowed. */
+  anyOfScheme: Set<string>;
+  /** Host names whose http(s) origins are allowed, on any port. */
+  originHosts: Set<string>;
 }
 
 /** The lists a policy allows, worked out once per policy rather than on every request. */
@@ -64,14 +107,15 @@ function allowedBy(policy: OriginPolicy): AllowedNames {
   let allowed = allowedLists.get(policy);
   if (!allowed) {
     const extra = (policy.allowedOrigins ?? []).map((entry) => entry.toLowerCase());
+    const wildcard = extra.filter((entry) => /^[a-z][a-z0-9+.-]*:\/\/\*$/.test(entry));
     allowed = {
-      hosts: [...localhostAllowedHostnames(), ...(policy.allowedHosts ?? []).map(hostnameOf)],
-      exactOrigins: new Set(extra),
-      // Bare names pass to the SDK as host names; `<scheme>://*` entries keep the SDK's meaning (any origin of that scheme).
-      origins: [
+      hosts: new Set([...localhostAllowedHostnames(), ...(policy.allowedHosts ?? []).map(hostnameOf)]),
+      exactOrigins: new Set(extra.filter((entry) => entry.includes('://') && !wildcard.includes(entry))),
+      anyOfScheme: new Set(wildcard.map((entry) => entry.slice(0, entry.indexOf('://')))),
+      originHosts: new Set([
         ...localhostAllowedOrigins(),
-        ...extra.map((entry) => (entry.includes('://') ? entry : hostnameOf(entry))),
-      ],
+        ...extra.filter((entry) => !entry.includes('://')).map(hostnameOf),
+      ]),
     };
     allowedLists.set(policy, allowed);
   }

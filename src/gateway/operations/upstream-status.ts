@@ -1,4 +1,5 @@
 import { lastLines } from '../upstreams/child-transport.ts';
+import { operatorView } from '../upstreams/redact.ts';
 import type { Upstream } from '../upstreams/upstream.ts';
 
 /**
@@ -38,9 +39,9 @@ export class UpstreamStatusBoard {
       this.#states.set(upstream.name, { state });
       return;
     }
-    const failure = upstream.failure;
-    const stderr = typeof failure?.details?.stderr === 'string' ? failure.details.stderr : '';
-    const lines = lastLines(stderr, STDERR_LINES);
+    // The operator's own view: the full text, where callers got it redacted.
+    const failure = upstream.failure ? operatorView(upstream.failure) : undefined;
+    const lines = lastLines(failure?.stderr ?? '', STDERR_LINES);
     this.#states.set(upstream.name, {
       state,
       ...(failure ? { reason: failure.message } : {}),

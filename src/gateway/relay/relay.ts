@@ -284,41 +284,36 @@ export class Relay {
     throw firstError ?? notFound(`Unknown resource: ${String(uri)}`);
   }
 
+  /** tools/list: each tool's own entry, with the output schema enforcement advertises for it. */
+  readonly #toolsList = this.#handle((params, ctx) =>
+    this.#list('tools/list', 'tools', params, ctx, (item, upstream) => {
+      const tool = this.#prefixed(item, upstream);
+      const schema = this.#options.outputSchemaFor?.(tool as unknown as Tool, upstream.name);
+      return schema === undefined ? tool : { ...tool, outputSchema: schema };
+    }),
+  );
+
+  /** tools/call, through the tool-call hook (enforcement, the tier gate, the call log). */
+  readonly #toolsCall = this.#handle(async (params, ctx) => {
+    const { upstream, name } = this.#split(params?.name);
+    const handler = this.#options.toolCallHandler ?? passthroughToolCalls;
+    const invoke: InvokeUpstream = async (call) =>
+      (await this.#forward(upstream, 'tools/call', { ...params, ...call, name }, ctx)) as CallToolResult;
+    const described = handler === passthroughToolCalls ? {} : await upstream.describeForCall(name);
+    return handler({ ...(params as CallToolParams), name }, invoke, {
+      upstream: upstream.name,
+      signal: ctx.mcpReq.signal,
+      ...described,
+      ...(ctx.http?.authInfo ? { authInfo: ctx.http.authInfo } : {}),
+      ...(upstream.serverInfo ? { serverInfo: upstream.serverInfo } : {}),
+    });
+  });
+
   #registerHandlers(capabilities: ServerCapabilities): void {
     const server = this.server;
     if (capabilities.tools) {
-      server.setRequestHandler(
-        'tools/list',
-        this.#handle((params, ctx) =>
-          this.#list('tools/list', 'tools', params, ctx, (item, upstream) => {
-            const tool = this.#prefixed(item, upstream);
-            const schema = this.#options.outputSchemaFor?.(tool as unknown as Tool, upstream.name);
-            return schema === undefined ? tool : { ...tool, outputSchema: schema };
-          }),
-        ),
-      );
-      server.setRequestHandler(
-        'tools/call',
-        this.#handle(async (params, ctx) => {
-          const { upstream, name } = this.#split(params?.name);
-          const handler = this.#options.toolCallHandler ?? passthroughToolCalls;
-          const invoke: InvokeUpstream = async (call) =>
-            (await this.#forward(
-              upstream,
-              'tools/call',
-              { ...params, ...call, name },
-              ctx,
-            )) as CallToolResult;
-          const described = handler === passthroughToolCalls ? {} : await upstream.describeForCall(name);
-          return handler({ ...(params as CallToolParams), name }, invoke, {
-            upstream: upstream.name,
-            signal: ctx.mcpReq.signal,
-            ...described,
-            ...(ctx.http?.authInfo ? { authInfo: ctx.http.authInfo } : {}),
-            ...(upstream.serverInfo ? { serverInfo: upstream.serverInfo } : {}),
-          });
-        }),
-      );
+      server.setRequestHandler('tools/list', this.#toolsList);
+      server.setRequestHandler('tools/call', this.#toolsCall);
     }
     if (capabilities.prompts) {
       server.setRequestHandler(
@@ -391,6 +386,10 @@ export class Relay {
     }
     // Methods outside the spec (or newer than this build) go to the single upstream as they are.
     server.fallbackRequestHandler = async (request: JSONRPCRequest, ctx: ServerContext) => {
+      // An upstream that answers tools without declaring them is enforced all the same: what it
+      // declares must not decide whether its calls are gated, wrapped and logged.
+      if (request.method === 'tools/call') return this.#toolsCall(request, ctx);
+      if (request.method === 'tools/list') return this.#toolsList(request, ctx);
       try {
         return await this.#forward(this.#first(), request.method, request.params, ctx);
       } catch (error) {

@@ -1,6 +1,7 @@
 import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../defaults.ts';
 import { lastLines } from '../upstreams/child-transport.ts';
+import { operatorView } from '../upstreams/redact.ts';
 import { type ConfiguredUpstream, Upstream, UpstreamFailure } from '../upstreams/upstream.ts';
 import { rememberCapabilities } from './availability.ts';
 import type { GatewayOptions } from './client-session.ts';
@@ -90,9 +91,11 @@ export function noneStarted(upstreams: readonly Upstream[]): EnvelopeError {
 /** Why an upstream is down, on one line: the failure and the last line its process wrote on stderr. */
 function describeDown(upstream: Upstream): string {
   const failure = upstream.failure;
-  const stderr = typeof failure?.details?.stderr === 'string' ? failure.details.stderr : '';
-  const last = lastLines(stderr, 1)[0]?.trim();
-  return `${failure?.message ?? `upstream ${upstream.name} is down`}${last ? ` (stderr: ${last})` : ''}`;
+  if (!failure) return `upstream ${upstream.name} is down`;
+  // The operator's terminal gets the full text; what clients see is redacted.
+  const view = operatorView(failure);
+  const last = lastLines(view.stderr ?? '', 1)[0]?.trim();
+  return `${view.message}${last ? ` (stderr: ${last})` : ''}`;
 }
 
 /** One principal's shared upstreams. */

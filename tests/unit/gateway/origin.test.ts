@@ -35,6 +35,22 @@ describe('Host and Origin checks (DNS-rebinding protection)', () => {
     expect(refused(host, undefined)).toBe('host');
   });
 
+  it.each([
+    ['[::1]evil.com', 'text after the brackets of an IPv6 address'],
+    ['[::1]evil.com:8787', 'the same with a port'],
+    ['[::1', 'an unclosed bracket'],
+    ['[localhost]', 'brackets around a name'],
+    ['a@localhost', 'user info, which the URL parser drops'],
+    ['localhost/x', 'a path, which the URL parser drops'],
+    ['localhost:', 'an empty port'],
+    ['localhost:80abc', 'a port that is not a number'],
+    ['localhost:99999', 'a port past 65535'],
+    ['local host', 'a space'],
+    ['127.1', 'a shortened IPv4 address the URL parser expands to 127.0.0.1'],
+  ])('refuses the malformed Host %j (%s)', (host) => {
+    expect(refused(host, undefined)).toBe('host');
+  });
+
   it('refuses a request without a Host header', () => {
     expect(refused(undefined, undefined)).toBe('host');
   });
@@ -58,6 +74,28 @@ describe('Host and Origin checks (DNS-rebinding protection)', () => {
     ['not a url', 'a value that is no origin'],
   ])('refuses the Origin %j (%s)', (origin) => {
     expect(refused('127.0.0.1', origin)).toBe('origin');
+  });
+
+  it.each([
+    ['javascript://localhost', 'a script scheme naming a loopback host'],
+    ['file://localhost', 'a file origin'],
+    ['ftp://127.0.0.1', 'a scheme other than http(s)'],
+    ['http://localhost/x', 'a path, which no origin has'],
+    ['http://user@localhost', 'user info, which no origin has'],
+    ['http://[::1]evil.com', 'text after the brackets'],
+    ['http://localhost:', 'an empty port'],
+  ])('refuses the malformed Origin %j (%s)', (origin) => {
+    expect(refused('127.0.0.1', origin)).toBe('origin');
+  });
+
+  it('accepts another scheme only when configured: whole, or as `<scheme>://*`', () => {
+    expect(
+      refused('127.0.0.1', 'vscode-webview://abc', { allowedOrigins: ['vscode-webview://abc'] }),
+    ).toBeNull();
+    expect(refused('127.0.0.1', 'vscode-webview://other', { allowedOrigins: ['vscode-webview://abc'] })).toBe(
+      'origin',
+    );
+    expect(refused('127.0.0.1', 'javascript://localhost', { allowedOrigins: ['localhost'] })).toBe('origin');
   });
 
   it('matches a configured full origin exactly, and a configured name on any scheme and port', () => {
