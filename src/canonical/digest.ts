@@ -1,4 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
+import { constants, type Stats } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { createBLAKE3, type IHasher } from 'hash-wasm';
 import { EnvelopeError } from '../errors/index.ts';
@@ -131,18 +132,58 @@ function unreadable(path: string, error: unknown): EnvelopeError {
   return new EnvelopeError('INPUT_UNREADABLE', `Cannot read ${path}: ${reason}`, { path }, { cause: error });
 }
 
+/** What a file that is not a regular file is, in words. */
+function fileKind(info: Stats): string {
+  if (info.isDirectory()) return 'directory';
+  if (info.isFIFO()) return 'named pipe (FIFO)';
+  if (info.isSocket()) return 'socket';
+  if (info.isCharacterDevice()) return 'character device';
+  if (info.isBlockDevice()) return 'block device';
+  return 'special file';
+}
+
 /**
- * Digest of a file's bytes, reading into one reused buffer so memory does not
- * grow with the file. A file that cannot be read is INPUT_UNREADABLE.
+ * Opens a regular file for reading, and nothing else: a named pipe would block
+ * the read until some writer came (forever, if none does) and a device such as
+ * /dev/zero never ends. Opened without blocking, so a pipe is seen for what it
+ * is instead of waited on; then the open file itself is checked, so a path
+ * swapped after a check cannot slip through. Anything else is INPUT_UNREADABLE
+ * with `reason: "not_a_regular_file"`.
  */
-export async function digestFile(path: string, alg: DigestAlg = 'sha256'): Promise<StreamDigest> {
-  const hasher = await streamingHasher(assertDigestAlg(alg));
+export async function openRegularFile(path: string): Promise<{ handle: FileHandle; size: number }> {
   let handle: FileHandle;
   try {
-    handle = await open(path, 'r');
+    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (error) {
     throw unreadable(path, error);
   }
+  let info: Stats;
+  try {
+    info = await handle.stat();
+  } catch (error) {
+    await handle.close();
+    throw unreadable(path, error);
+  }
+  if (!info.isFile()) {
+    await handle.close();
+    const kind = fileKind(info);
+    throw new EnvelopeError('INPUT_UNREADABLE', `Cannot read ${path}: it is a ${kind}, not a regular file`, {
+      path,
+      reason: 'not_a_regular_file',
+      file_type: kind,
+    });
+  }
+  return { handle, size: info.size };
+}
+
+/**
+ * Digest of a regular file's bytes (see openRegularFile), reading into one
+ * reused buffer so memory does not grow with the file. A file that cannot be
+ * read is INPUT_UNREADABLE.
+ */
+export async function digestFile(path: string, alg: DigestAlg = 'sha256'): Promise<StreamDigest> {
+  const hasher = await streamingHasher(assertDigestAlg(alg));
+  const { handle } = await openRegularFile(path);
   try {
     const buffer = Buffer.allocUnsafe(FILE_CHUNK_BYTES);
     let size = 0;

@@ -74,10 +74,16 @@ function scanNumber(text: string, start: number): number {
 
 /**
  * Counts object members (one ':' outside strings each) and the deepest nesting,
- * and with `numbers`, whether a number token may not survive a double.
- * Runs after JSON.parse accepted the text, so the text is well-formed.
+ * and with `numbers`, whether a number token may not survive a double. Stops
+ * as soon as the depth or the member count passes its limit. On text JSON.parse
+ * has not accepted yet the counts are an upper bound on what a parse would build.
  */
-function scanShape(text: string, depthLimit: number, numbers = false): TextShape {
+function scanShape(
+  text: string,
+  depthLimit: number,
+  numbers = false,
+  memberLimit = Number.POSITIVE_INFINITY,
+): TextShape {
   let members = 0;
   let depth = 0;
   let maxDepth = 0;
@@ -99,6 +105,7 @@ function scanShape(text: string, depthLimit: number, numbers = false): TextShape
       i = end;
     } else if (c === 58 /* : */) {
       members++;
+      if (members > memberLimit) return { members, maxDepth, inexact };
     } else if (c === 123 /* { */ || c === 91 /* [ */) {
       depth++;
       if (depth > maxDepth) {
@@ -274,6 +281,15 @@ function locateDuplicate(text: string): EnvelopeError {
 export interface ParseJsonOptions {
   /** Deepest nesting accepted; defaults to MAX_NESTING_DEPTH. */
   maxDepth?: number;
+}
+
+/**
+ * Whether JSON text (well-formed or not) holds more than `limit` object
+ * members, by one scan that builds nothing and stops past the limit: a bound
+ * to check before a parse, whose cost grows with the members it builds.
+ */
+export function hasMoreMembersThan(text: string, limit: number): boolean {
+  return scanShape(text, Number.POSITIVE_INFINITY, false, limit).members > limit;
 }
 
 /**

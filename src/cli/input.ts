@@ -6,10 +6,20 @@ import { EnvelopeError } from '../errors/index.ts';
 import type { CliIo } from './output.ts';
 
 /**
- * The largest input read into memory. V8 strings top out near 512 MiB, and a
- * JSON document must become one string before it can be parsed.
+ * The largest input read into memory: 256 MiB. V8 strings top out near 512 MiB
+ * (2^29 - 24 UTF-16 units), and a JSON document must become one string to be
+ * parsed, then another, longer (escaped, wrapped), to be written: a 506 MB
+ * input got that far and failed there, as a bare INTERNAL_ERROR.
  */
-export const MAX_INPUT_BYTES = 512 * 1024 * 1024 - 64;
+export const MAX_INPUT_BYTES = 256 * 1024 * 1024;
+
+function tooLarge(name: string, size?: number): EnvelopeError {
+  return new EnvelopeError(
+    'INPUT_TOO_LARGE',
+    `${name} is larger than the input limit of 256 MiB (${MAX_INPUT_BYTES} bytes)`,
+    size === undefined ? { limit: MAX_INPUT_BYTES } : { limit: MAX_INPUT_BYTES, size },
+  );
+}
 
 /** `-` (or nothing) means standard input. */
 export function isStdin(path: string | undefined): boolean {
@@ -29,11 +39,7 @@ export async function* stdinChunks(stdin: CliIo['stdin']): AsyncIterable<Uint8Ar
 async function readStream(stream: CliIo['stdin'], name: string): Promise<Buffer> {
   if (typeof stream === 'string' || stream instanceof Uint8Array) {
     const buffer = Buffer.from(stream);
-    if (buffer.byteLength > MAX_INPUT_BYTES) {
-      throw new EnvelopeError('INPUT_TOO_LARGE', `${name} is larger than ${MAX_INPUT_BYTES} bytes`, {
-        limit: MAX_INPUT_BYTES,
-      });
-    }
+    if (buffer.byteLength > MAX_INPUT_BYTES) throw tooLarge(name, buffer.byteLength);
     return buffer;
   }
   const chunks: Buffer[] = [];
@@ -41,11 +47,7 @@ async function readStream(stream: CliIo['stdin'], name: string): Promise<Buffer>
   for await (const chunk of stream) {
     const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
     size += buffer.byteLength;
-    if (size > MAX_INPUT_BYTES) {
-      throw new EnvelopeError('INPUT_TOO_LARGE', `${name} is larger than ${MAX_INPUT_BYTES} bytes`, {
-        limit: MAX_INPUT_BYTES,
-      });
-    }
+    if (size > MAX_INPUT_BYTES) throw tooLarge(name);
     chunks.push(buffer);
   }
   return Buffer.concat(chunks, size);
@@ -58,12 +60,7 @@ export async function readInputBytes(path: string | undefined, io: CliIo): Promi
   try {
     const info = await stat(full);
     if (info.isDirectory()) throw new EnvelopeError('INPUT_UNREADABLE', `${path} is a directory, not a file`);
-    if (info.isFile() && info.size > MAX_INPUT_BYTES) {
-      throw new EnvelopeError('INPUT_TOO_LARGE', `${path} is larger than ${MAX_INPUT_BYTES} bytes`, {
-        limit: MAX_INPUT_BYTES,
-        size: info.size,
-      });
-    }
+    if (info.isFile() && info.size > MAX_INPUT_BYTES) throw tooLarge(path as string, info.size);
     const handle = await open(full, 'r');
     try {
       return await readStream(handle.createReadStream(), path as string);

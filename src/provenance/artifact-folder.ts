@@ -1,5 +1,6 @@
-import { lstat, open, realpath } from 'node:fs/promises';
+import { lstat, realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
+import { openRegularFile } from '../canonical/digest.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import type { Artifact } from './record.ts';
 
@@ -91,16 +92,19 @@ export class ArtifactFolder {
     if (inside === '' || inside.startsWith(`..${sep}`) || inside === '..' || isAbsolute(inside)) {
       return { found: false, unsafe: true, reason: `${candidate} resolves outside the artifacts folder` };
     }
-    const handle = await open(real, 'r');
+    let opened: Awaited<ReturnType<typeof openRegularFile>>;
     try {
-      const info = await handle.stat();
-      if (!info.isFile()) return { found: false, reason: `${candidate} is not a regular file` };
-      if (info.size > MAX_ARTIFACT_BYTES)
-        return { found: false, reason: `${candidate} is larger than the limit` };
-      return { found: true, path: real, size: info.size };
-    } finally {
-      await handle.close();
+      // Never a plain open: on a named pipe it waits for a writer, and verify with it, forever.
+      opened = await openRegularFile(real);
+    } catch (error) {
+      const reason = error instanceof EnvelopeError ? error.message : String(error);
+      return { found: false, reason };
     }
+    await opened.handle.close();
+    if (opened.size > MAX_ARTIFACT_BYTES) {
+      return { found: false, reason: `${candidate} is larger than ${MAX_ARTIFACT_BYTES} bytes` };
+    }
+    return { found: true, path: real, size: opened.size };
   }
 
   /** Finds an artifact's content file, or says why it is not obtainable (or unsafe). */

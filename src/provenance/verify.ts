@@ -1,5 +1,4 @@
 import type { KeyObject } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import {
   type Digest,
   type DigestAlg,
@@ -7,6 +6,7 @@ import {
   digestFile,
   digestFormatProblem,
   digestValue,
+  openRegularFile,
 } from '../canonical/digest.ts';
 import { decodeUtf8, parseJson } from '../canonical/json-text.ts';
 import { isJsonObject } from '../canonical/json-value.ts';
@@ -174,7 +174,15 @@ function missingContentCheck(
 }
 
 async function fileBytes(content: Extract<Content, { kind: 'file' }>): Promise<Buffer> {
-  content.bytes ??= await readFile(content.path);
+  if (!content.bytes) {
+    // Opened as a regular file again: a path swapped for a FIFO since the folder's check is refused, not waited on.
+    const { handle } = await openRegularFile(content.path);
+    try {
+      content.bytes = await handle.readFile();
+    } finally {
+      await handle.close();
+    }
+  }
   return content.bytes;
 }
 

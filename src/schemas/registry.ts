@@ -1,6 +1,8 @@
 import type { AnySchema, ErrorObject, ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { RegExpEngine, RegExpLike } from 'ajv/dist/types/index.js';
 import addFormatsModule from 'ajv-formats';
+import { RE2JS } from 're2js';
 import { digestValue } from '../canonical/digest.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import { escapeToken } from '../pointer/json-pointer.ts';
@@ -38,6 +40,65 @@ function toIssue(error: ErrorObject): SchemaIssue {
   return { pointer, message, keyword: error.keyword, schemaPath: error.schemaPath, params };
 }
 
+/** The longest `pattern` (or `patternProperties` name) a schema from outside may hold. */
+export const MAX_SCHEMA_PATTERN_CHARS = 4096;
+
+/** Every `pattern` and `patternProperties` name in a schema, walked iteratively. */
+function patternsIn(schema: unknown, into: Set<string>): void {
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    if (typeof current !== 'object' || current === null) continue;
+    const object = current as Record<string, unknown>;
+    if (!Array.isArray(current)) {
+      if (typeof object.pattern === 'string') into.add(object.pattern);
+      const named = object.patternProperties;
+      if (typeof named === 'object' && named !== null) for (const name of Object.keys(named)) into.add(name);
+    }
+    for (const child of Object.values(object)) stack.push(child);
+  }
+}
+
+/**
+ * The regular expression engine for every schema the registry compiles. A
+ * pattern of this package's own schemas runs on V8's RegExp. Any other pattern
+ * (a tool's inputSchema comes from an upstream) runs on RE2 (re2js, pure
+ * JavaScript), whose matching is linear in the input: on V8's backtracking
+ * engine `^(a+)+$` takes seconds for 30 characters, and the event loop with
+ * it. A pattern RE2 cannot run (backreferences, lookahead) or a longer one
+ * than MAX_SCHEMA_PATTERN_CHARS is refused, so its schema does not compile.
+ */
+function patternEngine(trusted: ReadonlySet<string>): RegExpEngine {
+  const engine = (pattern: string, flags: string): RegExpLike => {
+    if (trusted.has(pattern)) return new RegExp(pattern, flags);
+    if (pattern.length > MAX_SCHEMA_PATTERN_CHARS) {
+      throw new EnvelopeError(
+        'SCHEMA_INVALID',
+        `The pattern is longer than ${MAX_SCHEMA_PATTERN_CHARS} characters; it is refused`,
+        { reason: 'pattern_too_long', max_pattern_chars: MAX_SCHEMA_PATTERN_CHARS },
+      );
+    }
+    let compiled: RE2JS;
+    try {
+      compiled = RE2JS.compile(RE2JS.translateRegExp(pattern), RE2JS.LOOKBEHINDS);
+    } catch (error) {
+      throw new EnvelopeError(
+        'SCHEMA_INVALID',
+        `The pattern ${JSON.stringify(pattern)} cannot be matched in linear time (${(error as Error).message}); it is refused`,
+        { reason: 'pattern_unsafe', pattern },
+      );
+    }
+    // Ajv shares compiled patterns by their toString(): it must tell patterns apart.
+    const key = `re2:/${pattern}/${flags}`;
+    const like: RegExpLike & { toString(): string } = {
+      test: (text) => compiled.test(text),
+      toString: () => key,
+    };
+    return like;
+  };
+  return Object.assign(engine, { code: 'mcpEnvelopeRe2' });
+}
+
 /**
  * Compiled JSON Schema 2020-12 validators, compiled once and cached by the
  * SHA-256 of the schema's canonical form (so equal schemas from different
@@ -49,18 +110,35 @@ export class SchemaRegistry {
   private readonly byFingerprint = new Map<string, Validator>();
   private readonly byObject = new WeakMap<object, Validator>();
   private readonly byId = new Map<string, Validator>();
+  /** The patterns of the schemas registered by id: this package's own, run on V8's RegExp. */
+  private readonly trustedPatterns = new Set<string>();
 
   constructor(options: { bundled?: boolean } = {}) {
-    this.ajv = new Ajv2020({ allErrors: true, strict: false, allowUnionTypes: true, validateFormats: true });
+    this.ajv = new Ajv2020({
+      allErrors: true,
+      strict: false,
+      allowUnionTypes: true,
+      validateFormats: true,
+      code: { regExp: patternEngine(this.trustedPatterns) },
+    });
     addFormats(this.ajv);
     if (options.bundled !== false) {
-      for (const { schema } of BUNDLED_SCHEMAS) this.ajv.addSchema(schema);
+      for (const { schema } of BUNDLED_SCHEMAS) {
+        patternsIn(schema, this.trustedPatterns);
+        this.ajv.addSchema(schema);
+      }
     }
   }
 
-  /** Registers a schema under its `$id` so that others can `$ref` it. */
+  /**
+   * Registers a schema under its `$id` so that others can `$ref` it. Its patterns
+   * are trusted (run on V8's RegExp): register the package's own schemas, or
+   * ones the caller vouches for, never a schema from outside.
+   */
   register(schema: Record<string, unknown> & { $id: string }): void {
-    if (!this.ajv.getSchema(schema.$id)) this.ajv.addSchema(schema);
+    if (this.ajv.getSchema(schema.$id)) return;
+    patternsIn(schema, this.trustedPatterns);
+    this.ajv.addSchema(schema);
   }
 
   has(id: string): boolean {
@@ -106,7 +184,9 @@ export class SchemaRegistry {
       try {
         compiled = this.ajv.compile(stripId(schema));
       } catch (error) {
+        const refused = error instanceof EnvelopeError ? error.details : undefined;
         throw new EnvelopeError('SCHEMA_INVALID', `Schema does not compile: ${(error as Error).message}`, {
+          ...refused,
           fingerprint,
         });
       }

@@ -138,7 +138,7 @@ describe('a 2025-era HTTP session answers each POST as JSON or as a stream', () 
       [post(call(7, 'echo', { text: 'x' }), { 'content-type': 'text/plain' }), 415, -32000],
       [post(call(8, 'echo', { text: 'x' }), { 'mcp-protocol-version': '1999-01-01' }), 400, -32000],
       [post(initializeMessage(9, 'again', VERSION)), 400, -32600],
-      [post({ jsonrpc: '1.0', id: 10, method: 'ping' }), 400, -32700],
+      [post({ jsonrpc: '1.0', id: 10, method: 'ping' }), 400, -32600],
       [post([]), 400, -32600],
     ];
     for (const [reply, status, code] of cases) {

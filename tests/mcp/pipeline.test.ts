@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { digestValue } from '../../src/canonical/index.ts';
+import { EnvelopeError } from '../../src/errors/index.ts';
 import { createIdSource } from '../../src/ids/index.ts';
 import {
   type CallSummary,
@@ -336,12 +337,39 @@ describe('createPipeline timeouts and interim results', () => {
       result: null,
       errors: [
         {
-          code: 'ADAPTER.EXECUTION.FAILED',
-          message: 'Tool execution failed: the tool did not answer within 30 ms',
-          details: { exception: 'TimeoutError' },
+          code: 'TIMEOUT',
+          message: 'Operation timed out: the tool did not answer within 30 ms',
+          details: { timeout_ms: 30 },
+          retryable: true,
         },
       ],
     });
+  });
+
+  it('answers a call that timed out upstream with the retriable TIMEOUT a relayed call gets', async () => {
+    const summaries: CallSummary[] = [];
+    const pipeline = createPipeline({ onCall: (summary) => summaries.push(summary) });
+    const result = await pipeline.callTool(
+      call(async () => {
+        throw new EnvelopeError('TIMEOUT', 'upstream alpha did not answer tools/call within 50 ms', {
+          upstream: 'alpha',
+          timeout_ms: 50,
+        });
+      }),
+    );
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({
+      result: null,
+      errors: [
+        {
+          code: 'TIMEOUT',
+          message: 'Operation timed out: upstream alpha did not answer tools/call within 50 ms',
+          details: { upstream: 'alpha', timeout_ms: 50 },
+          retryable: true,
+        },
+      ],
+    });
+    expect(summaries[0]).toMatchObject({ outcome: 'error', failure: 'execution_failed', code: 'TIMEOUT' });
   });
 
   it('returns an interim result unchanged', async () => {
@@ -369,6 +397,44 @@ describe('createPipeline with a broken tool schema', () => {
       failure: 'internal_error',
       code: 'INTERNAL_ERROR',
       toolRan: false,
+    });
+  });
+});
+
+describe('createPipeline with a hostile pattern in a tool schema', () => {
+  const hostile = {
+    name: 'hostile',
+    inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } },
+  };
+
+  it('checks the pattern without backtracking, and other calls are answered', async () => {
+    const pipeline = createPipeline();
+    // On a backtracking engine this check of 41 characters runs for hours, the event loop with it.
+    const refused = pipeline.callTool({
+      tool: hostile,
+      arguments: { s: `${'a'.repeat(40)}!` },
+      invoke: text('never'),
+    });
+    const other = pipeline.callTool(call(text('{"found":true}')));
+    const [first, second] = await Promise.all([refused, other]);
+    expect(first.isError).toBe(true);
+    expect(first.structuredContent).toMatchObject({
+      errors: [{ code: 'INVALID_INPUT', details: { pointer: '/s' } }],
+    });
+    expect(second.structuredContent).toMatchObject({ result: { found: true } });
+  });
+
+  it('refuses a schema whose pattern needs backtracking (a backreference) with INTERNAL_ERROR', async () => {
+    const result = await createPipeline().callTool({
+      tool: { name: 'backref', inputSchema: { type: 'object', properties: { s: { pattern: '^(a+)\\1$' } } } },
+      arguments: { s: 'aa' },
+      invoke: text('never'),
+    });
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({
+      errors: [
+        { code: 'INTERNAL_ERROR', message: expect.stringContaining('cannot be matched in linear time') },
+      ],
     });
   });
 });

@@ -9,7 +9,7 @@ export const registerDigest: Registrar = (program, invocation) => {
   program
     .command('digest')
     .description(
-      'digest a JSON document over its canonical bytes, or with --raw any file as its bytes (streamed, constant memory)',
+      'digest a JSON document over its canonical bytes, or with --raw a regular file (or stdin) as its bytes (streamed, constant memory)',
     )
     .argument('[file]', 'input file, or - for stdin', '-')
     .option('--alg <alg>', 'sha256, sha512 or blake3', 'sha256')

@@ -20,6 +20,7 @@ interface ProxyOptions {
   logs?: string;
   ledger?: string;
   invalidInput: string;
+  env?: string[];
 }
 
 function positiveInt(value: string, flag: string): number {
@@ -29,23 +30,70 @@ function positiveInt(value: string, flag: string): number {
   return n;
 }
 
-/** `TOKEN` or `TOKEN=TIER`; a bare token gets the `default` tier. */
+/**
+ * `TOKEN` or `TOKEN=TIER`; a bare token gets the `default` tier. A value
+ * ending in `=` names no tier: refused here, where the flag can be named (a
+ * token that itself ends in `=`, as base64 may, takes an explicit tier).
+ */
 function parseToken(value: string): { token: string; tier: string } {
   const at = value.lastIndexOf('=');
+  if (at > 0 && at === value.length - 1) {
+    throw new EnvelopeError(
+      'USAGE_ERROR',
+      '--token TOKEN=TIER has nothing after "=": give --token TOKEN for the default tier, or name the tier (a token ending in "=" takes one too: --token TOKEN==default)',
+    );
+  }
   return at > 0
     ? { token: value.slice(0, at), tier: value.slice(at + 1) }
     : { token: value, tier: 'default' };
+}
+
+/**
+ * `--env NAME=VALUE`, or `--env NAME` for the proxy's own value: the upstream
+ * gets these over the safe base, and nothing else of the proxy's environment.
+ */
+export function upstreamEnv(entries: readonly string[], env: NodeJS.ProcessEnv): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const entry of entries) {
+    const at = entry.indexOf('=');
+    const name = at >= 0 ? entry.slice(0, at) : entry;
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new EnvelopeError('USAGE_ERROR', `--env wants NAME or NAME=VALUE; got ${entry}`);
+    const value = at >= 0 ? entry.slice(at + 1) : env[name];
+    if (value === undefined)
+      throw new EnvelopeError('USAGE_ERROR', `--env ${name}: ${name} is not set in this environment`);
+    result[name] = value;
+  }
+  return result;
 }
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
-function waitForSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
+/**
+ * The signals that stop the gateway. SIGHUP too: upstreams run in process
+ * groups of their own, so a closing terminal's hangup reaches them only
+ * through the gateway.
+ */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** Resolves on the first stop signal; from then on the default action no longer ends the process before its upstreams. */
+function stopRequested(): { requested: Promise<void>; dispose(): void } {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  const stop = () => resolve();
+  for (const signal of STOP_SIGNALS) process.on(signal, stop);
+  return {
+    requested: promise,
+    dispose: () => {
+      for (const signal of STOP_SIGNALS) process.off(signal, stop);
+    },
+  };
+}
+
+/** Ends the process shortly unless it ends by itself first: a handle an upstream left open must not keep it alive. */
+function exitSoon(): void {
+  setTimeout(() => process.exit(), 1000).unref();
 }
 
 /** Commands that run a program named by their first argument that is not an option. */
@@ -115,6 +163,11 @@ export const registerProxy: Registrar = (program, invocation) => {
       'result',
     )
     .option('--ledger <file>', 'store provenance records in this SQLite file')
+    .option(
+      '--env <name[=value]>',
+      "give the upstream this variable, NAME=VALUE or NAME for this process's own (repeatable); otherwise it inherits only a safe base (PATH, HOME, locale, temp dir)",
+      collect,
+    )
     .action(
       runs(invocation, async ({ io }, command: string, args: string[], options: ProxyOptions) => {
         if (!(UPSTREAM_DIALECTS as readonly string[]).includes(options.dialect)) {
@@ -133,7 +186,7 @@ export const registerProxy: Registrar = (program, invocation) => {
             upstreams: [
               {
                 name,
-                stdio: { command, args, cwd: io.cwd },
+                stdio: { command, args, cwd: io.cwd, env: upstreamEnv(options.env ?? [], io.env) },
                 dialect: options.dialect,
                 timeouts: { callMs: positiveInt(options.timeout, '--timeout') },
                 validation: { invalidInput: options.invalidInput },
@@ -163,14 +216,25 @@ export const registerProxy: Registrar = (program, invocation) => {
           },
           io.cwd,
         );
-        const running = await startGateway(config, {
-          name,
-          onError: (error) =>
-            io.stderr(`gateway: ${error instanceof Error ? error.message : String(error)}\n`),
-        });
-        if (running.http) io.stderr(`mcp-envelope proxy: listening on ${running.http.url}\n`);
-        await Promise.race([running.stdioClosed, waitForSignal()]);
-        await running.close();
+        const stop = stopRequested();
+        try {
+          const running = await Promise.race([
+            startGateway(config, {
+              name,
+              onError: (error) =>
+                io.stderr(`gateway: ${error instanceof Error ? error.message : String(error)}\n`),
+            }),
+            stop.requested,
+          ]);
+          // Stopped while starting: the upstreams being started die with the process ('exit' kills their groups).
+          if (!running) process.exit(EXIT.ok);
+          if (running.http) io.stderr(`mcp-envelope proxy: listening on ${running.http.url}\n`);
+          await Promise.race([running.stdioClosed, stop.requested]);
+          await running.close();
+        } finally {
+          stop.dispose();
+        }
+        exitSoon();
         return { exitCode: EXIT.ok };
       }),
     );

@@ -27,7 +27,7 @@ import { StatelessHttp } from '../transports/2026-07-28/stateless-http.ts';
 import type { Upstream } from '../upstreams/upstream.ts';
 import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
 import { DEFAULT_HTTP_PATH } from './endpoint.ts';
-import { renderInfoPage } from './info-page.ts';
+import { type PageUpstream, renderInfoPage } from './info-page.ts';
 import { checkHostAndOrigin, type OriginPolicy } from './origin.ts';
 import { sendJson } from './reply.ts';
 
@@ -180,10 +180,11 @@ function accepts(req: IncomingMessage, type: string): boolean {
   return (req.headers.accept ?? '').toLowerCase().includes(type);
 }
 
-function upstreamTarget(options: GatewayOptions): { name: string; target: string; state?: string }[] {
+/** What the page may say of each upstream (info-page.ts decides how much of it shows). */
+function pageUpstreams(options: GatewayOptions): PageUpstream[] {
   return options.upstreams.map((spec) => ({
     name: spec.name,
-    target: spec.kind === 'stdio' ? [spec.command, ...(spec.args ?? [])].join(' ') : spec.url,
+    ...(spec.kind === 'stdio' ? { kind: 'stdio' as const } : { kind: 'http' as const, url: spec.url }),
     ...(options.status ? { state: options.status.get(spec.name).state } : {}),
   }));
 }
@@ -410,7 +411,12 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       const inbound = readInbound(await readBody(req, maxBody), 'body');
       if (inbound.kind !== 'message') {
         if (inbound.kind === 'refused') {
-          sendJson(res, 400, errorResponse(inbound.id, inbound.error, inbound.jsonRpcCode));
+          // The table's status: 400 for a malformed body, 413 for one with too many members.
+          sendJson(
+            res,
+            inbound.error.httpStatus,
+            errorResponse(inbound.id, inbound.error, inbound.jsonRpcCode),
+          );
         }
         return;
       }
@@ -479,7 +485,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       title: options.title ?? 'mcp-envelope gateway',
       mode: options.mode ?? 'passthrough',
       endpoint: `http://${options.host ?? '127.0.0.1'}:${address.port}${mcpPath}`,
-      upstreams: upstreamTarget(options.gateway),
+      upstreams: pageUpstreams(options.gateway),
       tools,
       authRequired,
     });
@@ -499,11 +505,11 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         sendError(res, new EnvelopeError('METHOD_NOT_ALLOWED', 'Use GET /healthz'), { allow: 'GET' });
         return;
       }
-      // States only: why an upstream is down and what it wrote stay on the operator's side.
+      // Anyone may ask, token or not: states only. Why an upstream is down, what it wrote and how
+      // busy the gateway is stay on the operator's side.
       const board = options.gateway.status;
       sendJson(res, 200, {
         status: board?.summary() ?? 'ok',
-        sessions: sessions.size,
         ...(board
           ? { upstreams: Object.fromEntries(board.all().map(({ name, status }) => [name, status.state])) }
           : {}),

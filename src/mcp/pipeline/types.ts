@@ -87,7 +87,7 @@ export interface PipelineOptions {
    * larger payload is INVALID_INPUT before any schema work. Default: no limit.
    */
   maxArgumentElements?: number;
-  /** A tool that has not answered after this long has failed (ADAPTER.EXECUTION.FAILED); its signal is aborted. */
+  /** A tool that has not answered after this long has failed (TIMEOUT, retriable); its signal is aborted. */
   timeoutMs?: number;
   /**
    * Receives one summary per answered call, with its provenance record when one was
