@@ -32,6 +32,55 @@ export const CHANGE_NOTIFICATIONS: ReadonlySet<string> = new Set([
   'notifications/resources/updated',
 ]);
 
+/**
+ * The most an outgoing stream (an SSE reply, a session's GET stream, the stdio
+ * output) holds for a client that has stopped reading. Past it the stream is
+ * closed: the client has stopped taking what it asked for, and keeping more
+ * would let one client grow the gateway without limit.
+ */
+export const MAX_QUEUED_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Past this backlog, advisory notifications to the stream are dropped instead
+ * of queued: a flood of them then never fills the stream up to
+ * `MAX_QUEUED_BYTES`, and the answers behind them still get through.
+ */
+export const ADVISORY_QUEUED_BYTES = 1024 * 1024;
+
+/** Notifications a client can lose without losing an answer: progress, log messages, list changes. */
+const ADVISORY_NOTIFICATIONS: ReadonlySet<string> = new Set([
+  'notifications/progress',
+  'notifications/message',
+  'notifications/tools/list_changed',
+  'notifications/prompts/list_changed',
+  'notifications/resources/list_changed',
+]);
+
+/**
+ * What a writer does with a message for a stream that already holds `queued`
+ * bytes the client has not taken: write it, drop it (advisory notifications
+ * only), or close the stream (anything else, once past the bound). Responses
+ * and server-to-client requests are never dropped: the stream closes instead.
+ */
+export function admitOutgoing(
+  queued: number,
+  message: { method?: unknown; id?: unknown },
+): 'write' | 'drop' | 'close' {
+  if (queued <= ADVISORY_QUEUED_BYTES) return 'write';
+  if (
+    message.id === undefined &&
+    typeof message.method === 'string' &&
+    ADVISORY_NOTIFICATIONS.has(message.method)
+  )
+    return 'drop';
+  return queued > MAX_QUEUED_BYTES ? 'close' : 'write';
+}
+
+/** The report of what was dropped on one stream, worded once for every writer. */
+export function droppedReport(dropped: number, stream: string): string {
+  return `dropped ${dropped} notifications (progress, log messages, list changes) on ${stream}: the client was not reading fast enough to take them`;
+}
+
 /** Where messages go that no downstream request in flight can carry. */
 export interface DownstreamSink {
   notify(notification: Notification): Promise<void>;

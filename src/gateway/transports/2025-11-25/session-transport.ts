@@ -12,8 +12,10 @@ import {
   parseJSONRPCMessage,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/server';
+import { EnvelopeError } from '../../../errors/index.ts';
 import { sendJson } from '../../http/reply.ts';
-import { rpcErrorMessage } from '../../jsonrpc/messages.ts';
+import { errorResponse, requestIdOf, rpcErrorMessage } from '../../jsonrpc/messages.ts';
+import { admitOutgoing, droppedReport, MAX_QUEUED_BYTES } from '../../relay/downstream.ts';
 
 /** SSE comment lines keep idle streams open through proxies that drop silent connections. */
 const KEEP_ALIVE_MS = 15_000;
@@ -41,7 +43,21 @@ interface Exchange {
   /** The client went away: nothing more can be delivered. */
   gone: boolean;
   keepAlive?: NodeJS.Timeout;
+  /** Notifications dropped because the client was not reading (reported when the stream closes). */
+  dropped: number;
 }
+
+/** An SSE stream the client may stop reading: the GET stream, or a POST's reply turned stream. */
+interface Outgoing {
+  res: ServerResponse;
+  dropped: number;
+}
+
+function reportOnStderr(message: string): void {
+  process.stderr.write(`gateway: ${message}\n`);
+}
+
+const NOT_READING = `the client is not reading this stream: more than ${MAX_QUEUED_BYTES / (1024 * 1024)} MiB are waiting`;
 
 /** A JSON-RPC error for an HTTP request the transport refuses, as the SDK's transport words it. */
 function rpcError(res: ServerResponse, status: number, code: number, message: string, headers = {}): void {
@@ -103,6 +119,16 @@ function sseEvent(message: JSONRPCMessage): string {
  * JSON-RPC shape (400/-32700), a second initialize (400/-32600), the
  * MCP-Protocol-Version header (400). The session id itself is checked by the
  * router that looked this transport up.
+ *
+ * A client that stops reading a stream cannot make it buffer without limit
+ * (`admitOutgoing`): past `ADVISORY_QUEUED_BYTES` waiting, progress, log
+ * messages and list changes to that stream are dropped (counted, reported when
+ * the stream closes); past `MAX_QUEUED_BYTES`, the stream is ended. A POST's
+ * reply then answers its requests still pending with RESOURCE_EXHAUSTED (after
+ * what was queued, should the client read again) and their later answers are
+ * dropped; a server-to-client request that found its stream full is failed
+ * for the server at once. The client can open a new GET stream, or repeat the
+ * requests, once it reads again.
  */
 export class SessionTransport implements Transport {
   readonly sessionId: string;
@@ -117,10 +143,13 @@ export class SessionTransport implements Transport {
   #versions: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
   readonly #exchanges = new Map<RequestId, Exchange>();
   /** The GET stream for messages that belong to no request. */
-  #standalone?: { res: ServerResponse; keepAlive: NodeJS.Timeout };
+  #standalone?: Outgoing & { keepAlive: NodeJS.Timeout };
+  readonly #report: (message: string) => void;
 
-  constructor(sessionId: string) {
+  /** `report` tells the operator what a stream cost (never the client's concern); stderr by default. */
+  constructor(sessionId: string, options: { report?: (message: string) => void } = {}) {
     this.sessionId = sessionId;
+    this.#report = options.report ?? reportOnStderr;
   }
 
   get initialized(): boolean {
@@ -190,7 +219,16 @@ export class SessionTransport implements Transport {
     try {
       messages = Array.isArray(body) ? body.map(parseJSONRPCMessage) : [parseJSONRPCMessage(body)];
     } catch {
-      rpcError(res, 400, -32700, 'Parse error: Invalid JSON-RPC message');
+      // The body is JSON (the server parsed it): what fails is its shape, -32600 as on stdio.
+      const error = new EnvelopeError(
+        'INVALID_INPUT',
+        'Invalid Request: the body is not a JSON-RPC 2.0 message',
+      );
+      sendJson(
+        res,
+        400,
+        errorResponse(Array.isArray(body) ? null : (requestIdOf(body) ?? null), error, -32600),
+      );
       return;
     }
     if (messages.length === 0) {
@@ -243,6 +281,7 @@ export class SessionTransport implements Transport {
       batch: Array.isArray(body),
       streaming: false,
       gone: false,
+      dropped: 0,
     };
     if (prefersEventStream(accept)) {
       this.#startStream(exchange);
@@ -250,6 +289,7 @@ export class SessionTransport implements Transport {
     }
     for (const id of exchange.pending) this.#exchanges.set(id, exchange);
     res.once('close', () => {
+      this.#reportDropped(exchange, 'a reply stream');
       if (res.writableFinished) return;
       // Losing the connection is not a cancellation (2025-11-25); the answers just cannot arrive.
       exchange.gone = true;
@@ -274,12 +314,15 @@ export class SessionTransport implements Transport {
     }
     res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': this.sessionId });
     res.flushHeaders();
-    const stream = { res, keepAlive: this.#keepAlive(res) };
+    const stream = { res, keepAlive: this.#keepAlive(res), dropped: 0 };
     this.#standalone = stream;
     this.onstreamchange?.(true);
     res.once('close', () => {
+      this.#reportDropped(stream, 'the GET stream');
       clearInterval(stream.keepAlive);
-      if (this.#standalone === stream) this.#standalone = undefined;
+      // A stream the gateway ended (or replaced) was already reported gone.
+      if (this.#standalone !== stream) return;
+      this.#standalone = undefined;
       if (!this.#closed) this.onstreamchange?.(false);
     });
   }
@@ -327,6 +370,12 @@ export class SessionTransport implements Transport {
       if (exchange.gone) {
         this.onerror?.(new Error(`The client left before the response to request ${String(message.id)}`));
       } else if (exchange.streaming) {
+        if (admitOutgoing(exchange.res.writableLength, message) === 'close') {
+          // Answered with the error, as the requests still pending are.
+          exchange.pending.add(message.id);
+          this.#overflow(exchange);
+          return;
+        }
         exchange.res.write(sseEvent(message));
       } else {
         exchange.answered.push(message);
@@ -338,11 +387,64 @@ export class SessionTransport implements Transport {
     const exchange = related === undefined ? undefined : this.#exchanges.get(related);
     if (exchange && !exchange.gone) {
       if (!exchange.streaming) this.#startStream(exchange);
-      exchange.res.write(sseEvent(message));
+      const admitted = this.#admit(exchange, message);
+      if (admitted === 'write') exchange.res.write(sseEvent(message));
+      else if (admitted === 'close') this.#overflow(exchange);
       return;
     }
     // Unrelated (or its request's client left): the GET stream, when the client keeps one open.
-    this.#standalone?.res.write(sseEvent(message));
+    const stream = this.#standalone;
+    if (!stream) return;
+    const admitted = this.#admit(stream, message);
+    if (admitted === 'write') stream.res.write(sseEvent(message));
+    if (admitted !== 'close') return;
+    // Nothing on the GET stream is owed an answer: ending it is all; the client may open another.
+    this.#standalone = undefined;
+    clearInterval(stream.keepAlive);
+    this.onstreamchange?.(false);
+    this.#report(
+      `session ${this.sessionId}: ended the GET stream the client stopped reading (more than ${MAX_QUEUED_BYTES / (1024 * 1024)} MiB waiting)`,
+    );
+    stream.res.end();
+  }
+
+  /**
+   * What becomes of a notification or server-to-client request for a stream
+   * (`admitOutgoing`), counting what is dropped. A request that finds the
+   * stream past its bound is failed for the server at once, not at its timeout.
+   */
+  #admit(stream: Outgoing, message: JSONRPCMessage): 'write' | 'drop' | 'close' {
+    const admitted = admitOutgoing(stream.res.writableLength, message);
+    if (admitted === 'drop') stream.dropped++;
+    if (admitted === 'close' && isRequest(message)) {
+      const refused = errorResponse(message.id, new EnvelopeError('RESOURCE_EXHAUSTED', NOT_READING));
+      queueMicrotask(() => this.onmessage?.(refused));
+    }
+    return admitted;
+  }
+
+  /**
+   * The client stopped reading a POST's reply: the requests still pending are
+   * answered with the error, behind what is queued, and the stream ends. Their
+   * own answers, when they come, are dropped as for a client that left.
+   */
+  #overflow(exchange: Exchange): void {
+    if (exchange.gone) return;
+    this.#report(
+      `session ${this.sessionId}: ended a reply stream the client stopped reading (more than ${MAX_QUEUED_BYTES / (1024 * 1024)} MiB waiting); its ${exchange.pending.size} pending requests were answered with RESOURCE_EXHAUSTED`,
+    );
+    for (const id of exchange.pending) {
+      exchange.res.write(sseEvent(errorResponse(id, new EnvelopeError('RESOURCE_EXHAUSTED', NOT_READING))));
+    }
+    exchange.gone = true;
+    clearInterval(exchange.keepAlive);
+    exchange.res.end();
+  }
+
+  #reportDropped(stream: Outgoing, name: string): void {
+    if (stream.dropped === 0) return;
+    this.#report(`session ${this.sessionId}: ${droppedReport(stream.dropped, name)}`);
+    stream.dropped = 0;
   }
 
   async close(): Promise<void> {

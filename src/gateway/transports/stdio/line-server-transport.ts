@@ -8,11 +8,18 @@ import { EnvelopeError } from '../../../errors/index.ts';
 import { readInbound } from '../../jsonrpc/inbound.ts';
 import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from '../../jsonrpc/line-reader.ts';
 import { errorResponse, requestIdOf, rpcErrorMessage } from '../../jsonrpc/messages.ts';
+import { admitOutgoing, droppedReport, MAX_QUEUED_BYTES } from '../../relay/downstream.ts';
 
 export interface LineServerTransportOptions {
   stdin?: NodeJS.ReadableStream;
   stdout?: NodeJS.WritableStream;
   maxLineBytes?: number;
+  /** Where the gateway tells the operator about its output (never stdout); stderr by default. */
+  report?: (message: string) => void;
+}
+
+function reportOnStderr(message: string): void {
+  process.stderr.write(`gateway: ${message}\n`);
 }
 
 /**
@@ -24,6 +31,12 @@ export interface LineServerTransportOptions {
  * - JSON that is not a JSON-RPC message: -32600, with its id when it has one;
  * - nested past the canonical limit: JSON_TOO_DEEP, with its id;
  * - longer than `maxLineBytes`: INPUT_TOO_LARGE, with the id its edges name.
+ *
+ * A client that stops reading stdout cannot make it buffer without limit
+ * (`admitOutgoing`): past `ADVISORY_QUEUED_BYTES` waiting, progress, log
+ * messages and list changes are dropped (counted, and reported once the client
+ * reads again); past `MAX_QUEUED_BYTES`, an answer or request finds the
+ * connection unusable, and the gateway closes its stdio side.
  */
 export class LineServerTransport implements Transport {
   onclose?: () => void;
@@ -36,11 +49,15 @@ export class LineServerTransport implements Transport {
   #started = false;
   #closed = false;
   #drained: Promise<void> | undefined;
+  readonly #report: (message: string) => void;
+  /** Notifications dropped since the output last drained. */
+  #dropped = 0;
 
   constructor(options: LineServerTransportOptions = {}) {
     this.#stdin = options.stdin ?? process.stdin;
     this.#stdout = options.stdout ?? process.stdout;
     this.#maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.#report = options.report ?? reportOnStderr;
     this.#lines = new LineReader({
       maxLineBytes: this.#maxLineBytes,
       onLine: (line) => this.#take(line),
@@ -60,8 +77,36 @@ export class LineServerTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('The stdio connection is closed'));
+    const queued = (this.#stdout as { writableLength?: number }).writableLength ?? 0;
+    const admitted = admitOutgoing(queued, message);
+    if (admitted === 'drop') {
+      if (this.#dropped++ === 0) this.#stdout.once('drain', this.#reportDropped);
+      return Promise.resolve();
+    }
+    if (admitted === 'close') return this.#overflow();
     if (this.#stdout.write(serializeMessage(message))) return Promise.resolve();
+    // A notification does not wait for the pipe: its bytes are counted above, and waiting
+    // would queue every later one behind it in the relay, where nothing bounds them.
+    if (!('id' in message)) return Promise.resolve();
     return this.#drain();
+  }
+
+  readonly #reportDropped = (): void => {
+    if (this.#dropped === 0) return;
+    this.#report(droppedReport(this.#dropped, 'stdout'));
+    this.#dropped = 0;
+  };
+
+  /** The client has left more than the bound unread: the connection cannot carry answers any more. */
+  #overflow(): Promise<void> {
+    const error = new Error(
+      `the client is not reading stdout: more than ${MAX_QUEUED_BYTES / (1024 * 1024)} MiB are waiting; closing the stdio connection`,
+    );
+    this.#report(error.message);
+    void this.close();
+    // The end of input is what ends the stdio gateway; the process exits once stdout drains.
+    (this.#stdin as { destroy?: () => void }).destroy?.();
+    return Promise.reject(error);
   }
 
   /** One wait for the output to drain, shared by every send that met a full pipe. */
@@ -92,6 +137,8 @@ export class LineServerTransport implements Transport {
     this.#stdin.off('close', this.#onEnd);
     this.#stdin.pause();
     this.#lines.clear();
+    this.#stdout.off('drain', this.#reportDropped);
+    this.#reportDropped();
     this.onclose?.();
   }
 
