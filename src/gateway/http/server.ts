@@ -30,6 +30,7 @@ import { DEFAULT_HTTP_PATH } from './endpoint.ts';
 import { type PageUpstream, renderInfoPage } from './info-page.ts';
 import { checkHostAndOrigin, type OriginPolicy } from './origin.ts';
 import { sendJson } from './reply.ts';
+import { closeWhenUnread } from './unread-bound.ts';
 
 export interface HttpGatewayOptions extends OriginPolicy {
   gateway: GatewayOptions;
@@ -369,8 +370,10 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     });
     return {
       transport,
-      serve: (req, res, body, authInfo) =>
-        transport.handleRequest(Object.assign(req, { auth: authInfo }), res, body),
+      serve: (req, res, body, authInfo) => {
+        closeWhenUnread(res, (message) => report(new Error(`session ${id}: ${message}`)));
+        return transport.handleRequest(Object.assign(req, { auth: authInfo }), res, body);
+      },
       opened: () => transport.sessionId !== undefined,
     };
   }

@@ -4,6 +4,7 @@ import type { AuthInfo, McpHttpHandler } from '@modelcontextprotocol/server';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../../errors/index.ts';
 import { sendJson } from '../../http/reply.ts';
+import { closeWhenUnread } from '../../http/unread-bound.ts';
 import { errorResponse, requestIdOf } from '../../jsonrpc/messages.ts';
 import { advertisedCapabilities } from '../../relay/availability.ts';
 import { arrange, type GatewayOptions, startOwnUpstreams } from '../../relay/client-session.ts';
@@ -112,6 +113,7 @@ export class StatelessHttp {
         session.openListens--;
       });
     }
+    closeWhenUnread(res, (message) => this.#options.onError(new Error(message)));
     await session.serve(Object.assign(req, { auth: authInfo }), res, body);
   }
 
