@@ -273,7 +273,8 @@ describe('mcp-envelope ledger reads without writing', () => {
 
   it('says in its help what a clean verify does not prove', async () => {
     const help = await cli(dir, 'ledger', 'verify', '--help');
-    expect(help.stdout).toContain('neither signed nor chained');
+    expect(help.stdout).toMatch(/unless the gateway signs its records/);
+    expect(help.stdout).toContain('Records are not\nchained');
     expect(help.stdout).toMatch(/deleted rows/);
     expect(help.stdout).toMatch(/tool, upstream or created_at/);
   });

@@ -1087,3 +1087,80 @@ describe('upstreams[].sharing', () => {
     },
   );
 });
+
+// ---------------------------------------------------------------------------
+// Signing: a gateway per way of giving the key, against `plain`, which has none
+
+describe('signing', () => {
+  let keys: string;
+  let fromFile: StdioGateway;
+  let fromEnv: StdioGateway;
+  const signingConfig = (signing: Record<string, string>) => ({
+    upstreams: [probe('probe')],
+    ledger: { enabled: false },
+    logs: { enabled: false },
+    signing,
+  });
+
+  beforeAll(async () => {
+    keys = folder('keys');
+    const keygen = await runCli(['keygen', '--out', join(keys, 'gateway')]);
+    expect(keygen.code, keygen.stderr).toBe(0);
+    const fileDir = folder('signing-file');
+    // Relative to the configuration's folder, not the working directory (the repository).
+    mkdirSync(join(fileDir, 'keys'));
+    writeFileSync(join(fileDir, 'keys', 'gw.pem'), readFileSync(join(keys, 'gateway.private.pem')));
+    const started = await Promise.allSettled([
+      startStdio(fileDir, signingConfig({ keyFile: 'keys/gw.pem' })).then((gateway) => {
+        fromFile = gateway;
+      }),
+      startStdio(folder('signing-env'), signingConfig({ keyEnv: 'EVERY_SETTING_SIGNING_KEY' }), {
+        EVERY_SETTING_SIGNING_KEY: readFileSync(join(keys, 'gateway.private.pem'), 'utf8'),
+      }).then((gateway) => {
+        fromEnv = gateway;
+      }),
+    ]);
+    const failed = started.find((start) => start.status === 'rejected');
+    if (failed) throw failed.reason;
+  }, 60_000);
+
+  /** The envelope of an echo with provenance, checked by `mcp-envelope verify --public-key`: its exit code. */
+  async function verifiedUnderKey(answer: CallToolResult, name: string): Promise<number> {
+    const file = join(keys, `${name}.json`);
+    writeFileSync(file, JSON.stringify(answer.structuredContent));
+    return (await runCli(['verify', file, '--public-key', join(keys, 'gateway.public.pem')])).code;
+  }
+
+  const signatureOf = (answer: CallToolResult) =>
+    (answer.structuredContent as { provenance?: { integrity?: { signature?: unknown } } }).provenance
+      ?.integrity?.signature;
+
+  proves(['signing.keyFile'], 'signing.keyFile signs every record with the key in that file', async () => {
+    const signed = await fromFile.call('echo', { text: 'signed' }, { capture_provenance: true });
+    expect(signatureOf(signed)).toMatchObject({ alg: 'ed25519' });
+    expect(await verifiedUnderKey(signed, 'from-file')).toBe(0);
+    // Without the setting, records carry no signature, and a key asks for one.
+    const client = await sdkClient(plain.url);
+    try {
+      const unsigned = (await client.callTool({
+        name: 'echo',
+        arguments: { text: 'unsigned' },
+        _meta: { capture_provenance: true },
+      })) as CallToolResult;
+      expect(signatureOf(unsigned)).toBeUndefined();
+      expect(await verifiedUnderKey(unsigned, 'unsigned')).toBe(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  proves(['signing.keyEnv'], 'signing.keyEnv signs every record with the key in that variable', async () => {
+    const signed = await fromEnv.call('echo', { text: 'signed' }, { capture_provenance: true });
+    expect(signatureOf(signed)).toMatchObject({ alg: 'ed25519' });
+    expect(await verifiedUnderKey(signed, 'from-env')).toBe(0);
+    await Promise.all([fromFile.stop(), fromEnv.stop()]);
+    // The key's text is never written where the operator's terminal would show it.
+    const body = readFileSync(join(keys, 'gateway.private.pem'), 'utf8').split('\n')[1] as string;
+    expect(fromEnv.text() + fromFile.text()).not.toContain(body);
+  });
+});

@@ -154,10 +154,12 @@ the record (or the envelope it came in) passes the provenance checks,
 signatures included when the records are signed and --public-key is given.
 A row that cannot be read fails on its own, named by seq, run id and digest.
 
-What it does not prove: the gateway's records are neither signed nor chained,
-so a rewrite that keeps each row consistent (record and digest recomputed),
-deleted rows, and changed tool, upstream or created_at columns (no digest
-covers them) all pass. The file is opened read-only and never changed.`;
+What it does not prove: unless the gateway signs its records (its \`signing\`
+setting) and --public-key is given, a rewrite that keeps each row consistent
+(record and digest recomputed) passes; with both, it fails. Records are not
+chained, so deleted rows, and changed tool, upstream or created_at columns (no
+digest covers them), pass either way. The file is opened read-only and never
+changed.`;
 
 function registerVerify(ledger: Command, invocation: Invocation): void {
   ledger

@@ -91,6 +91,8 @@ export class Enforcement {
               ids: options.ids,
               server: { name: config.name, version: options.version },
               adapter: 'mcp-envelope-gateway',
+              // Signed in the pipeline, before the answer and the ledger each get the record.
+              ...(config.provenance.signingKey ? { signingKey: config.provenance.signingKey } : {}),
               ...(options.tiers ? this.#tierGate(config, options.tiers) : {}),
             });
       this.#routes.set(config.name, { config, pipeline });

@@ -4,11 +4,13 @@
  * into a fully-defaulted, path-resolved object so that the rest of the gateway
  * never has to ask "was this set?".
  */
+import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseJsonBytes } from '../../canonical/index.ts';
 import { EnvelopeError, isEnvelopeError } from '../../errors/index.ts';
 import { encodePointer } from '../../pointer/json-pointer.ts';
+import { keyIdFor, loadPrivateKey } from '../../provenance/integrity.ts';
 import schema from '../../schemas/data/gateway.config.schema.json' with { type: 'json' };
 import { defaultRegistry, type SchemaIssue } from '../../schemas/index.ts';
 import {
@@ -65,7 +67,13 @@ export interface UpstreamConfig {
   transport: StdioUpstream | HttpUpstream;
   dialect: UpstreamDialect;
   validation: { input: ValidationMode; output: ValidationMode; invalidInput: InvalidInputForm };
-  provenance: { enabled: boolean; mode: ProvenanceMode; captureArtifacts: boolean };
+  provenance: {
+    enabled: boolean;
+    mode: ProvenanceMode;
+    captureArtifacts: boolean;
+    /** The gateway-wide `signing` key, shared by every upstream; absent when records are not signed. */
+    signingKey?: KeyObject;
+  };
   timeouts: { callMs: number; startMs: number; tools: Record<string, number> };
   /** Tool (its own name) → the lowest tier that may call it; empty when nothing is gated. */
   tiers: { tools: Record<string, ToolTier> };
@@ -115,6 +123,15 @@ export interface GatewayConfig {
   /** `instance` absent: the environment's `MCP_ENVELOPE_INSTANCE`, else `<host>-<pid>`, decided at start. */
   logs: { enabled: boolean; dir: string; includeArguments: boolean; instance?: string };
   ids: { seed: string | undefined };
+  /** The key every record is signed with, loaded once; undefined when records are not signed. */
+  signing: SigningConfig | undefined;
+}
+
+export interface SigningConfig {
+  /** An Ed25519 private key; a KeyObject, so the key's bytes are never printed with the configuration. */
+  key: KeyObject;
+  /** `ed25519:` plus the public key's fingerprint, as signatures name it. */
+  keyId: string;
 }
 
 export interface LoadOptions {
@@ -190,6 +207,9 @@ export function resolveGatewayConfig(
     options.file,
   );
   for (const upstream of upstreams) upstream.tiers.tools = tiers.tools.get(upstream.name) ?? {};
+  const signing = raw.signing === undefined ? undefined : resolveSigning(raw.signing, baseDir, env);
+  // One key for the whole gateway, handed to each upstream's pipeline as its provenance settings.
+  if (signing) for (const upstream of upstreams) upstream.provenance.signingKey = signing.key;
 
   const tokens: AuthToken[] = [];
   const unset: string[] = [];
@@ -247,7 +267,52 @@ export function resolveGatewayConfig(
       ...(raw.logs?.instance === undefined ? {} : { instance: raw.logs.instance }),
     },
     ids: { seed: raw.ids?.seed },
+    signing,
   };
+}
+
+/**
+ * Loads the signing key named by `keyFile` or `keyEnv`. A key that cannot be
+ * used stops the gateway rather than leaving records unsigned; messages name
+ * the member, the file or the variable, never the key's text.
+ */
+function resolveSigning(raw: RawSigning, baseDir: string, env: NodeJS.ProcessEnv): SigningConfig {
+  let pem: Buffer | string;
+  let where: string;
+  let pointer: string;
+  if (raw.keyFile !== undefined) {
+    const path = resolvePath(baseDir, raw.keyFile);
+    where = `signing.keyFile ${path}`;
+    pointer = encodePointer(['signing', 'keyFile']);
+    try {
+      pem = readFileSync(path);
+    } catch (error) {
+      throw configError(
+        `${where} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+        pointer,
+        { path },
+      );
+    }
+  } else {
+    const variable = raw.keyEnv as string;
+    where = `Environment variable ${variable} (signing.keyEnv)`;
+    pointer = encodePointer(['signing', 'keyEnv']);
+    const value = env[variable];
+    if (value === undefined || value.length === 0) throw configError(`${where} is not set`, pointer);
+    pem = value;
+  }
+  let key: KeyObject;
+  try {
+    key = loadPrivateKey(pem);
+  } catch (error) {
+    // loadPrivateKey names a wrong key type; for text that is no key at all, say what is expected.
+    const type = isEnvelopeError(error) ? /^Private key is (\S+), not/.exec(error.message)?.[1] : undefined;
+    const reason = type
+      ? `holds a key of type ${type}, not Ed25519`
+      : 'is not an unencrypted PKCS#8 PEM private key';
+    throw configError(`${where} ${reason}`, pointer);
+  }
+  return { key, keyId: keyIdFor(key) };
 }
 
 function resolveUpstream(
@@ -386,6 +451,7 @@ function oneOfHint(issue: SchemaIssue): string {
   if (issue.keyword !== 'oneOf') return issue.message;
   if (/^\/upstreams\/\d+$/.test(issue.pointer)) return 'must have exactly one of "stdio" or "url"';
   if (/^\/auth\/tokens\/\d+$/.test(issue.pointer)) return 'must have exactly one of "token" or "tokenEnv"';
+  if (issue.pointer === '/signing') return 'must have exactly one of "keyFile" or "keyEnv"';
   if (/^(\/upstreams\/\d+)?\/tiers\/tools\/[^/]+$/.test(issue.pointer)) {
     return 'must be a tier name (lower case: [a-z][a-z0-9_-]*) or an object {"tier", "reason"}';
   }
@@ -441,4 +507,10 @@ interface RawConfig {
   ledger?: { enabled?: boolean; path?: string };
   logs?: { enabled?: boolean; dir?: string; includeArguments?: boolean; instance?: string };
   ids?: { seed?: string };
+  signing?: RawSigning;
+}
+
+interface RawSigning {
+  keyFile?: string;
+  keyEnv?: string;
 }

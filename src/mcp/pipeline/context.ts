@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { canonicalize } from '../../canonical/canonicalize.ts';
 import { digestBytes } from '../../canonical/digest.ts';
@@ -9,6 +10,7 @@ import { FeatureGate } from '../../envelope/tiers.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { createIdSource, type IdSource } from '../../ids/index.ts';
 import { type CallControls, readCallControls } from '../../provenance/index.ts';
+import { keyIdFor } from '../../provenance/integrity.ts';
 import { defaultRegistry, type SchemaRegistry, type Validator } from '../../schemas/index.ts';
 import { assertDialectAvailable, outputSchemaFor } from '../dialects.ts';
 import { ToolSchemaError } from './errors.ts';
@@ -30,6 +32,8 @@ export interface Settings {
   readonly tier: string;
   readonly profile: Profile;
   readonly profileConfig: ProfileConfig | undefined;
+  /** The key records are signed with and its id (computed once, not per call); undefined: unsigned. */
+  readonly signing: { key: KeyObject; keyId: string } | undefined;
 }
 
 const DEFAULT_ADAPTER = 'mcp-envelope';
@@ -55,7 +59,22 @@ export function resolveSettings(options: PipelineOptions): Settings {
     tier: options.tier ?? gate?.tiers[0] ?? 'community',
     profile: options.profile ?? 'debug',
     profileConfig: options.profileConfig,
+    signing: options.signingKey === undefined ? undefined : signingWith(options.signingKey),
   };
+}
+
+/**
+ * Checked here rather than at the first call: a key of another kind would
+ * otherwise sign records as "ed25519" with a signature no verifier accepts.
+ */
+function signingWith(key: KeyObject): { key: KeyObject; keyId: string } {
+  if (key.type !== 'private' || key.asymmetricKeyType !== 'ed25519') {
+    throw new EnvelopeError(
+      'KEY_INVALID',
+      `signingKey must be an Ed25519 private key, not a ${key.asymmetricKeyType ?? 'symmetric'} ${key.type} key`,
+    );
+  }
+  return { key, keyId: keyIdFor(key) };
 }
 
 /**

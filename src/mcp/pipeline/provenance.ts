@@ -6,7 +6,7 @@ import {
   METHODS,
   type ProvRecord,
 } from '../../provenance/index.ts';
-import { attachRecordDigest } from '../../provenance/integrity.ts';
+import { attachRecordDigest, signRecord } from '../../provenance/integrity.ts';
 import { PROVENANCE_META_KEY } from '../tool-result.ts';
 import { type CallContext, recordsDigests } from './context.ts';
 import { type Decision, recordPlacement, sentInV01 } from './decision.ts';
@@ -31,21 +31,23 @@ export interface Placed {
 }
 
 /**
- * Stage 5: when the caller opted in, the call's prov.record.v0.1, put where it
- * can travel (see `recordPlacement`); the one place a record enters an answer.
+ * Stage 5: when the caller opted in, the call's prov.record.v0.1 (signed when
+ * the pipeline has a `signingKey`), put where it can travel (see
+ * `recordPlacement`); the one place a record enters an answer.
  */
 export function attachProvenance(ctx: CallContext, decision: Decision): Placed {
   if (!ctx.controls.captureProvenance) return { decision, provenance: null, meta: {} };
   const built = recordOrUndigested(ctx, decision);
+  // Signed before it is placed: the answer's copy and the report's (the ledger's) are one record.
+  const signing = ctx.settings.signing;
+  const record = signing ? signRecord(built.record, signing.key, { keyId: signing.keyId }) : built.record;
   const placement = recordPlacement(built.decision, ctx.settings.dialect);
-  const provenance = { record: built.record, placement };
+  const provenance = { record, placement };
   if (placement === 'meta') {
-    return { decision: built.decision, provenance, meta: { [PROVENANCE_META_KEY]: built.record } };
+    return { decision: built.decision, provenance, meta: { [PROVENANCE_META_KEY]: record } };
   }
   const envelope = built.decision.envelope;
-  const placed = envelope
-    ? { ...built.decision, envelope: attachRecord(envelope, built.record) }
-    : built.decision;
+  const placed = envelope ? { ...built.decision, envelope: attachRecord(envelope, record) } : built.decision;
   return { decision: placed, provenance, meta: {} };
 }
 

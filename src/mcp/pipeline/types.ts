@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { ResultDialectId } from '../../envelope/dialect.ts';
 import type { Profile, ProfileConfig } from '../../envelope/profiles.ts';
@@ -89,6 +90,15 @@ export interface PipelineOptions {
   maxArgumentElements?: number;
   /** A tool that has not answered after this long has failed (TIMEOUT, retriable); its signal is aborted. */
   timeoutMs?: number;
+  /**
+   * An Ed25519 private key (`loadPrivateKey`): every provenance record the
+   * pipeline builds is then signed (record digest and signature, claiming both
+   * methods) before it is placed in the answer and reported, so the caller's
+   * copy and `onCall`'s are the same signed record. `withEnvelope` takes it
+   * too, through these options; the gateway sets it from `signing`. Another
+   * kind of key is KEY_INVALID when the pipeline is created. Default: unsigned.
+   */
+  signingKey?: KeyObject;
   /**
    * Receives one summary per answered call, with its provenance record when one was
    * built. Calls answered with a JSON-RPC error (`invalidInput: 'jsonrpc-error'`) are

@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +16,7 @@ import {
   UPSTREAM_DIALECTS,
 } from '../../../src/gateway/operations/config.ts';
 import { DEFAULT_RESTART_POLICY, restartDelayMs } from '../../../src/gateway/upstreams/restart-policy.ts';
+import { keyIdFor } from '../../../src/provenance/integrity.ts';
 import schema from '../../../src/schemas/data/gateway.config.schema.json' with { type: 'json' };
 
 const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
@@ -416,6 +418,8 @@ describe('defaults: the schema is where they are written', () => {
       '$schema',
       'auth.tokens[].token',
       'auth.tokens[].tokenEnv',
+      'signing.keyEnv',
+      'signing.keyFile',
       'tiers.tools.<tool>.reason',
       'upstreams[].tiers.tools.<tool>.reason',
     ]);
@@ -476,4 +480,104 @@ describe('docs/gateway-config.md', () => {
       expect(() => resolveGatewayConfig(example, dir, { env })).not.toThrow();
     }
   });
+});
+
+describe('signing', () => {
+  const pair = generateKeyPairSync('ed25519');
+  const pem = pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const publicPem = pair.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const ecPem = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString();
+  const keyId = keyIdFor(pair.publicKey);
+  // The base64 body of the private key: no error may carry any of it.
+  const secret = pem.split('\n')[1] as string;
+
+  it('loads the key once, from a file relative to the configuration or from the environment', () => {
+    mkdirSync(join(dir, 'keys'), { recursive: true });
+    writeFileSync(join(dir, 'keys', 'gw.private.pem'), pem);
+    const fromFile = loadGatewayConfig(
+      write('signed.json', { ...twoUpstreams, signing: { keyFile: 'keys/gw.private.pem' } }),
+      { env: {} },
+    );
+    expect(fromFile.signing?.keyId).toBe(keyId);
+    expect(fromFile.signing?.key.asymmetricKeyType).toBe('ed25519');
+    // Every upstream's pipeline gets the one key the configuration loaded.
+    for (const upstream of fromFile.upstreams)
+      expect(upstream.provenance.signingKey).toBe(fromFile.signing?.key);
+    const fromEnv = resolveGatewayConfig({ ...minimal, signing: { keyEnv: 'GW_SIGNING_KEY' } }, dir, {
+      env: { GW_SIGNING_KEY: pem },
+    });
+    expect(fromEnv.signing?.keyId).toBe(keyId);
+    const unsigned = resolveGatewayConfig(minimal, dir, { env: {} });
+    expect(unsigned.signing).toBeUndefined();
+    expect(unsigned.upstreams[0]?.provenance.signingKey).toBeUndefined();
+  });
+
+  const failures: Array<[string, unknown, Record<string, string>, string, RegExp]> = [
+    ['neither keyFile nor keyEnv', { signing: {} }, {}, '/signing', /exactly one of "keyFile" or "keyEnv"/],
+    [
+      'both keyFile and keyEnv',
+      { signing: { keyFile: 'k.pem', keyEnv: 'K' } },
+      {},
+      '/signing',
+      /exactly one of "keyFile" or "keyEnv"/,
+    ],
+    [
+      'a missing key file',
+      { signing: { keyFile: 'absent.pem' } },
+      {},
+      '/signing/keyFile',
+      /cannot be read \(ENOENT\)/,
+    ],
+    [
+      'a file that holds no key',
+      { signing: { keyFile: 'not-a-key.pem' } },
+      {},
+      '/signing/keyFile',
+      /not-a-key\.pem is not an unencrypted PKCS#8 PEM private key/,
+    ],
+    [
+      'a public key where the private one belongs',
+      { signing: { keyFile: 'public.pem' } },
+      {},
+      '/signing/keyFile',
+      /is not an unencrypted PKCS#8 PEM private key/,
+    ],
+    [
+      'a key that is not Ed25519',
+      { signing: { keyFile: 'ec.pem' } },
+      {},
+      '/signing/keyFile',
+      /holds a key of type ec, not Ed25519/,
+    ],
+    [
+      'an unset key variable',
+      { signing: { keyEnv: 'GW_UNSET_KEY' } },
+      {},
+      '/signing/keyEnv',
+      /Environment variable GW_UNSET_KEY \(signing\.keyEnv\) is not set/,
+    ],
+    [
+      'a variable whose key is cut short',
+      { signing: { keyEnv: 'GW_CUT_KEY' } },
+      { GW_CUT_KEY: pem.slice(0, 60) },
+      '/signing/keyEnv',
+      /GW_CUT_KEY \(signing\.keyEnv\) is not an unencrypted PKCS#8 PEM private key/,
+    ],
+  ];
+
+  it.each(failures)(
+    'stops the gateway on %s with CONFIG_INVALID naming the member',
+    (_label, extra, env, pointer, message) => {
+      writeFileSync(join(dir, 'not-a-key.pem'), `${secret}\n`);
+      writeFileSync(join(dir, 'public.pem'), publicPem);
+      writeFileSync(join(dir, 'ec.pem'), ecPem);
+      const error = failure(() => resolveGatewayConfig({ ...minimal, ...(extra as object) }, dir, { env }));
+      expect(error.code).toBe('CONFIG_INVALID');
+      expect(error.details?.pointer).toBe(pointer);
+      expect(error.message).toMatch(message);
+      expect(JSON.stringify(error.toJSON())).not.toContain(secret.slice(0, 20));
+    },
+  );
 });
