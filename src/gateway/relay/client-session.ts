@@ -1,4 +1,5 @@
 import type { UpstreamStatusBoard } from '../operations/upstream-status.ts';
+import type { ResultBudget } from '../upstreams/result-budget.ts';
 import type { ConfiguredUpstream, Upstream, UpstreamOptions } from '../upstreams/upstream.ts';
 import { advertisedCapabilities, announceRecovery } from './availability.ts';
 import { Relay, type RelayOptions } from './relay.ts';
@@ -20,6 +21,13 @@ export interface GatewayOptions extends RelayOptions {
   report?: (message: string) => void;
   /** Where each upstream's state is kept for the operator (banner, info page, /healthz). */
   status?: UpstreamStatusBoard;
+  /**
+   * The budgets for upstream answers held at once (result-budget.ts): the
+   * process's (default: the one of this process, PROCESS_RESULT_BUDGET_BYTES)
+   * and each upstream set's size (default SET_RESULT_BUDGET_BYTES). Not a
+   * setting: tests pass smaller ones.
+   */
+  resultBudgets?: { process?: ResultBudget; setBytes?: number };
 }
 
 /** One downstream session: its upstreams (its own, or its principal's shared ones) and the relay between them. */

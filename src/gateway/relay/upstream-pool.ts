@@ -2,6 +2,12 @@ import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../defaults.ts';
 import { lastLines } from '../upstreams/child-transport.ts';
 import { operatorView } from '../upstreams/redact.ts';
+import {
+  processResultBudget,
+  type ResultBudget,
+  SET_RESULT_BUDGET_BYTES,
+  setResultBudget,
+} from '../upstreams/result-budget.ts';
 import { type ConfiguredUpstream, Upstream, UpstreamFailure } from '../upstreams/upstream.ts';
 import { rememberCapabilities } from './availability.ts';
 import type { GatewayOptions } from './client-session.ts';
@@ -28,10 +34,27 @@ export function isShared(upstream: ConfiguredUpstream): boolean {
   return upstream.sharing !== 'per-session';
 }
 
-/** Upstream objects for the given configured upstreams, not yet started. */
-export function instantiate(options: GatewayOptions, configured: readonly ConfiguredUpstream[]): Upstream[] {
+/**
+ * A new upstream set's result budget, inside the gateway's process budget: a
+ * principal's shared set, or a session's own upstreams (result-budget.ts).
+ */
+export function newSetBudget(options: GatewayOptions): ResultBudget {
+  const budgets = options.resultBudgets;
+  return setResultBudget(
+    budgets?.process ?? processResultBudget(),
+    budgets?.setBytes ?? SET_RESULT_BUDGET_BYTES,
+  );
+}
+
+/** Upstream objects for the given configured upstreams, not yet started: one set, holding its answers against one budget. */
+export function instantiate(
+  options: GatewayOptions,
+  configured: readonly ConfiguredUpstream[],
+  budget: ResultBudget = newSetBudget(options),
+): Upstream[] {
   return configured.map(
-    ({ options: own, sharing: _sharing, ...spec }) => new Upstream(spec, { ...options.upstream, ...own }),
+    ({ options: own, sharing: _sharing, ...spec }) =>
+      new Upstream(spec, { ...options.upstream, ...own, resultBudget: budget }),
   );
 }
 

@@ -6,6 +6,7 @@ import { decodeUtf8 } from '../../canonical/index.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from '../jsonrpc/line-reader.ts';
 import { errorResponse } from '../jsonrpc/messages.ts';
+import type { Reservation, ResultBudget } from './result-budget.ts';
 
 /** A line that opens as a response: its first top-level keys reach "result" or "error". */
 const RESPONSE_OPENING =
@@ -221,6 +222,14 @@ export interface ChildTransportOptions {
   stderr: StderrRing;
   /** Largest stdout line kept while waiting for its newline. */
   maxLineBytes?: number;
+  /** Where the bytes read from stdout are held until their message was handed on (result-budget.ts). */
+  budget?: ResultBudget;
+}
+
+/** A message read, waiting its turn, with the budget it holds until it was handed on. */
+interface Read {
+  message: JSONRPCMessage;
+  held?: Reservation;
 }
 
 /**
@@ -235,7 +244,13 @@ export class ChildProcessTransport implements Transport {
   readonly #lines: LineReader;
   #exit: ChildExit | undefined;
   #closed = false;
-  #pending: JSONRPCMessage[] = [];
+  #pending: Read[] = [];
+  /** The bytes of the line being read, held as they arrive. */
+  #open: Reservation | undefined;
+  #openBytes = 0;
+  /** Why the line being read does not fit the budget: its bytes are skipped and its request answered with this. */
+  #refused: EnvelopeError | undefined;
+  readonly #maxLineBytes: number;
   #draining = false;
   #drained: Promise<void> | undefined;
   /** Settles once the leader exited, the rest of its group was ended and the connection ended. */
@@ -249,12 +264,21 @@ export class ChildProcessTransport implements Transport {
   constructor(options: ChildTransportOptions) {
     this.#options = options;
     const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.#maxLineBytes = maxLineBytes;
+    const transport = this;
     this.#lines = new LineReader({
-      maxLineBytes,
+      // A line refused by the budget is read as one too long: only its edges are kept, to find its id.
+      get maxLineBytes() {
+        return transport.#refused ? 0 : maxLineBytes;
+      },
       onLine: (line) => this.#line(line),
       onOverlong: (opening, ending) => {
+        const refused = this.#refused;
+        this.#refused = undefined;
+        this.#letOpenGo();
         const id = RESPONSE_OPENING.test(opening.toString('utf8')) ? idAtEdges(opening, ending) : undefined;
-        this.#unreadable(id, `the upstream's answer is longer than ${maxLineBytes} bytes`);
+        if (refused) this.#exhausted(id, refused);
+        else this.#unreadable(id, `the upstream's answer is longer than ${maxLineBytes} bytes`);
       },
     });
   }
@@ -369,11 +393,66 @@ export class ChildProcessTransport implements Transport {
   }
 
   #onStdout(chunk: Buffer): void {
+    const budget = this.#options.budget;
+    const last = chunk.lastIndexOf(10);
+    if (budget) this.#hold(budget, chunk);
     this.#lines.push(chunk);
+    this.#openBytes = last < 0 ? this.#openBytes + chunk.length : chunk.length - last - 1;
     if (!this.#draining) this.#drain();
   }
 
+  /**
+   * Holds the bytes the line being read reaches with this chunk, before the
+   * reader keeps them: a line that does not fit is refused while it arrives,
+   * not once it was all read. (Lines that begin and end inside the chunk are
+   * held when they are read whole, in #line.)
+   */
+  #hold(budget: ResultBudget, chunk: Buffer): void {
+    if (this.#refused) return;
+    const first = chunk.indexOf(10);
+    const bytes = this.#openBytes + (first < 0 ? chunk.length : first);
+    // Past the line limit the reader keeps only the line's edges: nothing to hold.
+    if (bytes > this.#maxLineBytes) {
+      this.#letOpenGo();
+      return;
+    }
+    try {
+      if (this.#open) this.#open.resize(bytes);
+      else this.#open = budget.reserve(bytes);
+    } catch (error) {
+      this.#refused = error as EnvelopeError;
+      this.#letOpenGo();
+    }
+  }
+
+  #letOpenGo(): void {
+    this.#open?.release();
+    this.#open = undefined;
+  }
+
   #line(bytes: Buffer): void {
+    // The line that was being read holds its bytes already; one read whole from a chunk takes its own now.
+    let held = this.#open;
+    this.#open = undefined;
+    const budget = this.#options.budget;
+    if (held) held.resize(Math.min(held.bytes, bytes.length));
+    else if (budget && bytes.length > 0) {
+      try {
+        held = budget.reserve(bytes.length);
+      } catch (error) {
+        const opening = bytes.subarray(0, 512);
+        const id = RESPONSE_OPENING.test(opening.toString('utf8'))
+          ? idAtEdges(opening, bytes.subarray(-512))
+          : undefined;
+        this.#exhausted(id, error as EnvelopeError);
+        return;
+      }
+    }
+    if (!this.#read(bytes, held)) held?.release();
+  }
+
+  /** Reads one line into #pending; whether the message (and so what it holds) was kept. */
+  #read(bytes: Buffer, held: Reservation | undefined): boolean {
     let raw: string;
     let wellFormed = true;
     try {
@@ -382,29 +461,30 @@ export class ChildProcessTransport implements Transport {
       raw = bytes.toString('utf8');
       wellFormed = false;
     }
-    if (raw.trim() === '') return;
+    if (raw.trim() === '') return false;
     let value: unknown;
     try {
       value = JSON.parse(raw);
     } catch {
       this.#garbage('a line that is not JSON');
-      return;
+      return false;
     }
     let message: JSONRPCMessage;
     try {
       message = parseJSONRPCMessage(value);
     } catch {
       this.#garbage('a line that is not JSON-RPC');
-      return;
+      return false;
     }
     if (!wellFormed) {
       // Read with replacement characters, the answer would not be the upstream's own: its call fails instead.
       const isResponse = 'id' in message && !('method' in message);
       const id = (message as { id?: string | number }).id;
       this.#unreadable(isResponse ? id : undefined, "the upstream's answer is not valid UTF-8");
-      return;
+      return false;
     }
-    this.#pending.push(message);
+    this.#pending.push({ message, ...(held ? { held } : {}) });
+    return true;
   }
 
   /** A line that cannot be delivered as written: the request it answers fails, or it is noted as garbage. */
@@ -415,7 +495,17 @@ export class ChildProcessTransport implements Transport {
     }
     this.#stderr(`[gateway] ${why}; its request fails\n`);
     const failure = new EnvelopeError('ADAPTER.EXECUTION.FAILED', `Tool execution failed: ${why}`);
-    this.#pending.push(errorResponse(id, failure));
+    this.#pending.push({ message: errorResponse(id, failure) });
+  }
+
+  /** A line the budget had no room for: the request it answers gets RESOURCE_EXHAUSTED, retriable. */
+  #exhausted(id: string | number | null | undefined, refusal: EnvelopeError): void {
+    if (id === undefined || id === null) {
+      this.#garbage(`a line larger than the result budget had room for (${refusal.message})`);
+      return;
+    }
+    this.#stderr(`[gateway] an answer did not fit the result budget; its request fails\n`);
+    this.#pending.push({ message: errorResponse(id, refusal) });
   }
 
   #garbage(what: string): void {
@@ -432,26 +522,43 @@ export class ChildProcessTransport implements Transport {
   #drain(): void {
     this.#draining = true;
     let notified = false;
-    for (let message = this.#pending.shift(); message; message = this.#pending.shift()) {
+    for (let read = this.#pending.shift(); read; read = this.#pending.shift()) {
+      const { message } = read;
       const isResponse = 'id' in message && !('method' in message);
       if (isResponse && notified) {
-        this.#pending.unshift(message);
+        this.#pending.unshift(read);
         setImmediate(() => this.#drain());
         return;
       }
       if (!('id' in message)) notified = true;
-      this.onmessage?.(message);
+      this.#deliver(read);
     }
     this.#draining = false;
+  }
+
+  /**
+   * Hands a message on, and lets its bytes go a turn of the event loop later:
+   * the SDK's settling of the request, the relay's work on the answer and its
+   * re-serialization into the reply all run in the promise jobs chained to
+   * this, before that turn (an awaited timer or I/O in between, as enforcement
+   * may do, ends the hold before the reply is written: an approximation).
+   */
+  #deliver({ message, held }: Read): void {
+    try {
+      this.onmessage?.(message);
+    } finally {
+      if (held) setImmediate(() => held.release());
+    }
   }
 
   #finish(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#lines.clear();
+    this.#letOpenGo();
+    this.#refused = undefined;
     // Whatever the child said before exiting is delivered before the close.
-    for (let message = this.#pending.shift(); message; message = this.#pending.shift())
-      this.onmessage?.(message);
+    for (let read = this.#pending.shift(); read; read = this.#pending.shift()) this.#deliver(read);
     this.onclose?.();
   }
 

@@ -27,6 +27,7 @@ import { ChildProcessTransport, StderrRing } from './child-transport.ts';
 import { connectionVerdict, lossReason } from './connection-loss.ts';
 import { credentialsOf, keepForOperator, redactSecrets } from './redact.ts';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy, restartsInARow } from './restart-policy.ts';
+import { type ResultBudget, serializedSizeOf, setResultBudget } from './result-budget.ts';
 
 export type UpstreamSpec =
   | {
@@ -59,6 +60,13 @@ export interface UpstreamOptions {
   restart?: Partial<RestartPolicy>;
   clientInfo?: Implementation;
   stderrLimitBytes?: number;
+  /**
+   * The budget the upstream's answers are held against while the gateway
+   * handles them: its set's (result-budget.ts). Not a setting: the pool and
+   * sessions pass their set's; tests pass a smaller one. Without it, the
+   * upstream is a set of its own inside the process's budget.
+   */
+  resultBudget?: ResultBudget;
 }
 
 /** What the relay plugs in: where upstream notifications and server-to-client requests go. */
@@ -210,10 +218,12 @@ export class Upstream {
   readonly #stateListeners = new Set<(state: UpstreamStateKind) => void>();
   readonly #recoveryListeners = new Set<() => void>();
   readonly #gaveUpListeners = new Set<(restarts: number) => void>();
+  readonly #budget: ResultBudget;
 
   constructor(spec: UpstreamSpec, options: UpstreamOptions = {}) {
     this.spec = spec;
     this.#options = options;
+    this.#budget = options.resultBudget ?? setResultBudget();
     this.#restart = { ...DEFAULT_RESTART_POLICY, ...options.restart };
     this.stderr = new StderrRing(options.stderrLimitBytes ?? 8192);
   }
@@ -453,6 +463,7 @@ export class Upstream {
         env: spec.env,
         cwd: spec.cwd,
         stderr: this.stderr,
+        budget: this.#budget,
       });
     }
     return new StreamableHTTPClientTransport(new URL(spec.url), {
@@ -519,6 +530,17 @@ export class Upstream {
       `upstream ${this.name} answered ${method} with a result nested deeper than ${MAX_NESTING_DEPTH} levels`,
       { upstream: this.name, pointer: encodePointer(path), max_depth: MAX_NESTING_DEPTH },
     );
+  }
+
+  /**
+   * An HTTP upstream's answer arrives through the SDK's transport, already
+   * parsed: it is held by its estimated serialized size from here, and let go
+   * a turn of the event loop later, as a stdio answer is (child-transport.ts).
+   * One that does not fit is refused with RESOURCE_EXHAUSTED.
+   */
+  #holdHttpAnswer(result: Result): void {
+    const held = this.#budget.reserve(serializedSizeOf(result));
+    setImmediate(() => held.release());
   }
 
   /** ADAPTER.EXECUTION.FAILED with what is known about the process: its exit, and a stderr excerpt. */
@@ -613,6 +635,7 @@ export class Upstream {
         timeout: timeoutMs,
       })) as Result;
       this.#refuseTooDeep(method, result);
+      if (this.spec.kind === 'http') this.#holdHttpAnswer(result);
       return result;
     } catch (error) {
       throw this.#translate(error, method, timeoutMs);
