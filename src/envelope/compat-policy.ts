@@ -115,7 +115,9 @@ function failureMessage(failure: ObservedFailure): string {
   if (failure.message) return failure.message.slice(0, MAX_MESSAGE_CHARS);
   if (failure.exception !== undefined) {
     const text = failure.exception instanceof Error ? failure.exception.message : String(failure.exception);
-    return `Tool execution failed: ${text || 'an exception was thrown'}`.slice(0, 2000);
+    // An error that already says so (a transport's own wording) is not prefixed twice.
+    if (text.startsWith('Tool execution failed')) return text.slice(0, MAX_MESSAGE_CHARS);
+    return `Tool execution failed: ${text || 'an exception was thrown'}`.slice(0, MAX_MESSAGE_CHARS);
   }
   if (typeof failure.exitCode === 'number')
     return `Tool execution failed with exit code ${failure.exitCode}.`;

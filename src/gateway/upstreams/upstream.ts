@@ -555,7 +555,7 @@ export class Upstream {
     const tail = this.stderr.tail(1024);
     // Callers get the failure with likely secrets redacted; the operator's surfaces read the full text.
     const known = credentialsOf(this.spec);
-    if (tail) details.stderr = redactSecrets(tail, known);
+    if (tail) details.stderr = callerExcerpt(this.stderr.tail(STDERR_RING_BYTES), known);
     const failure = new UpstreamFailure(redactSecrets(message, known), details, cause);
     keepForOperator(failure, { message, ...(tail ? { stderr: tail } : {}) });
     return failure;
@@ -738,4 +738,21 @@ export class Upstream {
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** How much of the stderr ring is read to redact it before the caller's excerpt is cut. */
+const STDERR_RING_BYTES = 8192;
+
+/**
+ * The last KiB of stderr a caller may see. Redacted before it is cut, so a cut
+ * cannot fall between a secret's name and its value; and when the cut falls
+ * inside a line, that line's start is dropped, since a name beyond the ring's
+ * reach could have been its beginning.
+ */
+function callerExcerpt(ring: string, known: readonly string[]): string {
+  const redacted = redactSecrets(ring, known);
+  if (redacted.length <= 1024) return redacted;
+  const cut = redacted.slice(-1024);
+  const lineStart = cut.indexOf('\n');
+  return lineStart >= 0 && lineStart < cut.length - 1 ? cut.slice(lineStart + 1) : cut;
 }

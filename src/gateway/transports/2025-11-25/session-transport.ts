@@ -59,9 +59,28 @@ function reportOnStderr(message: string): void {
 
 const NOT_READING = `the client is not reading this stream: more than ${MAX_QUEUED_BYTES / (1024 * 1024)} MiB are waiting`;
 
-/** A JSON-RPC error for an HTTP request the transport refuses, as the SDK's transport words it. */
+/** Which canonical code each refusal of the transport is, by its HTTP status. */
+const CANONICAL_BY_STATUS: Readonly<Record<number, string>> = {
+  400: 'INVALID_INPUT',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  406: 'INVALID_INPUT',
+  409: 'RESOURCE_EXHAUSTED',
+  415: 'INVALID_INPUT',
+};
+
+/**
+ * A JSON-RPC error for an HTTP request the transport refuses, as the SDK's
+ * transport words it, with the canonical code every error of the gateway carries.
+ */
 function rpcError(res: ServerResponse, status: number, code: number, message: string, headers = {}): void {
-  sendJson(res, status, rpcErrorMessage(null, { code, message }), headers);
+  const canonical = CANONICAL_BY_STATUS[status] ?? 'INVALID_INPUT';
+  sendJson(
+    res,
+    status,
+    rpcErrorMessage(null, { code, message, data: { canonical_code: canonical } }),
+    headers,
+  );
 }
 
 /**
@@ -142,6 +161,8 @@ export class SessionTransport implements Transport {
   #closed = false;
   #versions: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
   readonly #exchanges = new Map<RequestId, Exchange>();
+  /** Requests the client cancelled: no answer is owed, and one that still comes is dropped. */
+  readonly #cancelled = new Set<RequestId>();
   /** The GET stream for messages that belong to no request. */
   #standalone?: Outgoing & { keepAlive: NodeJS.Timeout };
   readonly #report: (message: string) => void;
@@ -258,6 +279,7 @@ export class SessionTransport implements Transport {
       res.writeHead(202, { 'mcp-session-id': this.sessionId });
       res.end();
       for (const message of messages) this.onmessage?.(message, extra);
+      this.#settleCancelled(messages);
       return;
     }
     // An id still waiting for its answer would have its answer go to the wrong POST.
@@ -296,6 +318,28 @@ export class SessionTransport implements Transport {
       clearInterval(exchange.keepAlive);
     });
     for (const message of messages) this.onmessage?.(message, extra);
+    this.#settleCancelled(messages);
+  }
+
+  /**
+   * A cancelled request gets no answer (the SDK sends none), so the POST that
+   * carried it is no longer waiting for one: once nothing else is pending there,
+   * its reply ends instead of staying open forever.
+   */
+  #settleCancelled(messages: readonly JSONRPCMessage[]): void {
+    for (const message of messages) {
+      if (!('method' in message) || message.method !== 'notifications/cancelled') continue;
+      const id = (message.params as { requestId?: unknown } | undefined)?.requestId;
+      if (typeof id !== 'string' && typeof id !== 'number') continue;
+      const exchange = this.#exchanges.get(id);
+      if (!exchange) continue;
+      this.#exchanges.delete(id);
+      exchange.pending.delete(id);
+      // Bounded: an id is forgotten once its late answer came, or when many are held.
+      if (this.#cancelled.size >= 1024) this.#cancelled.clear();
+      this.#cancelled.add(id);
+      if (exchange.pending.size === 0) this.#finish(exchange);
+    }
   }
 
   #get(req: IncomingMessage, res: ServerResponse): void {
@@ -348,6 +392,12 @@ export class SessionTransport implements Transport {
       exchange.res.end();
       return;
     }
+    if (exchange.answered.length === 0) {
+      // Every request was cancelled: an event stream with nothing in it is the empty reply.
+      exchange.res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': this.sessionId });
+      exchange.res.end();
+      return;
+    }
     const text = JSON.stringify(exchange.batch ? exchange.answered : exchange.answered[0]);
     exchange.res.writeHead(200, {
       'content-type': 'application/json',
@@ -361,6 +411,7 @@ export class SessionTransport implements Transport {
     if (this.#closed) return;
     if (isResponse(message)) {
       const exchange = this.#exchanges.get(message.id);
+      if (!exchange && this.#cancelled.delete(message.id)) return;
       if (!exchange) {
         this.onerror?.(new Error(`No open exchange for the response to request ${String(message.id)}`));
         return;

@@ -7,7 +7,7 @@ import {
 import { EnvelopeError } from '../../../errors/index.ts';
 import { readInbound } from '../../jsonrpc/inbound.ts';
 import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from '../../jsonrpc/line-reader.ts';
-import { errorResponse, requestIdOf, rpcErrorMessage } from '../../jsonrpc/messages.ts';
+import { errorResponse, requestIdOf } from '../../jsonrpc/messages.ts';
 import { admitOutgoing, droppedReport, MAX_QUEUED_BYTES } from '../../relay/downstream.ts';
 
 export interface LineServerTransportOptions {
@@ -170,12 +170,21 @@ export class LineServerTransport implements Transport {
       return;
     }
     const { value } = inbound;
+    if (Array.isArray(value)) {
+      // MCP took JSON-RPC batching out in 2025-06-18, and the stdio transports never had it.
+      const error = new EnvelopeError('INVALID_INPUT', 'Invalid Request: batches are not served on stdio');
+      this.#send(errorResponse(null, error, -32600));
+      return;
+    }
     let message: JSONRPCMessage;
     try {
       message = parseJSONRPCMessage(value);
     } catch {
-      const error = { code: -32600, message: 'Invalid Request: the line is not a JSON-RPC 2.0 message' };
-      this.#send(rpcErrorMessage(requestIdOf(value) ?? null, error));
+      const error = new EnvelopeError(
+        'INVALID_INPUT',
+        'Invalid Request: the line is not a JSON-RPC 2.0 message',
+      );
+      this.#send(errorResponse(requestIdOf(value) ?? null, error, -32600));
       return;
     }
     this.onmessage?.(message);
