@@ -148,11 +148,18 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
     const sent = await connected(target, client);
     const before = sent('tools/call');
     const result = await client.callTool({ name: 'ask_many', arguments: { count: 33 } });
-    expect(textOf(result)).toMatch(/^answered=32, refused=1: .*At most 32 requests may wait on one call/);
-    expect(asked).toBe(32);
-    // Requests arriving within the gather window share a round; on a loaded machine the
-    // 33 may arrive over more than one, which changes the rounds, not the limit.
-    expect(sent('tools/call') - before).toBeGreaterThanOrEqual(2);
+    const rounds = sent('tools/call') - before - 1;
+    if (rounds === 1) {
+      // All 33 arrived within one round: the 33rd found 32 waiting and was refused.
+      expect(textOf(result)).toMatch(/^answered=32, refused=1: .*At most 32 requests may wait on one call/);
+      expect(asked).toBe(32);
+    } else {
+      // On a loaded machine they can arrive over several rounds, each answered before the next
+      // began: never 32 waiting at once, so none is refused.
+      expect(textOf(result)).toBe('answered=33, refused=0');
+      expect(asked).toBe(33);
+      expect(rounds).toBeGreaterThan(1);
+    }
   });
 
   it('refuses tampered, foreign, outdated and spent requestState with the SDK’s -32602', async () => {
