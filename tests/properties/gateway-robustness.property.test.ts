@@ -310,12 +310,9 @@ function checkAnswers(input: Inbound, answers: Answer[], transport: 'stdio' | 'h
   // under id null, with INVALID_INPUT, where HTTP still serves them for older clients.
   const batchOverStdio = transport === 'stdio' && input.expect.kind === 'batch';
   for (const answer of answers) {
-    // Every error the gateway writes says which canonical code it is.
-    // Known gap: params the SDK's own request schemas refuse (logging/setLevel without a valid
-    // level: -32603 with the schema issues as the message; tools/call without a name: -32602)
-    // carry no canonical code, where INVALID_INPUT is meant.
-    const sdkSchemaRefusal = /"code": "invalid_/.test(String(answer.error?.message));
-    if (answer.error !== undefined && !sdkSchemaRefusal)
+    // Every error the gateway writes says which canonical code it is, the SDK's own refusals
+    // (a request its schemas refuse, an unknown method) included.
+    if (answer.error !== undefined)
       expect(
         (answer.error.data as { canonical_code?: unknown } | undefined)?.canonical_code,
         context,

@@ -50,6 +50,35 @@ export function errorResponse(
   return rpcErrorMessage(id, { code: jsonRpcCode ?? rpc.code, message: rpc.message, data: rpc.data });
 }
 
+/** The canonical code a JSON-RPC error code stands for, when an error carries none of its own. */
+const CANONICAL_BY_RPC_CODE: Readonly<Record<number, string>> = {
+  [-32700]: 'JSON_MALFORMED',
+  [-32600]: 'INVALID_INPUT',
+  [-32601]: 'NOT_FOUND',
+  [-32602]: 'INVALID_INPUT',
+  [-32603]: 'INTERNAL_ERROR',
+};
+
+/**
+ * An error response as it leaves the gateway: one the SDK wrote itself (a
+ * request its schemas refused, an unknown method) gets the canonical code its
+ * JSON-RPC code stands for, as every error the gateway writes carries one.
+ * What an upstream put in `data` is kept; a `data` that is not an object, or
+ * already names a code, is left as it is.
+ */
+export function withCanonicalCode(message: JSONRPCMessage): JSONRPCMessage {
+  const error = (message as { error?: { code?: unknown; data?: unknown } }).error;
+  if (!error || typeof error.code !== 'number') return message;
+  const canonical = CANONICAL_BY_RPC_CODE[error.code];
+  if (!canonical) return message;
+  const { data } = error;
+  if (data === undefined)
+    return { ...message, error: { ...error, data: { canonical_code: canonical } } } as JSONRPCMessage;
+  if (typeof data !== 'object' || data === null || Array.isArray(data) || 'canonical_code' in data)
+    return message;
+  return { ...message, error: { ...error, data: { ...data, canonical_code: canonical } } } as JSONRPCMessage;
+}
+
 /** The one shape of a JSON-RPC error response; `errorResponse` is the form with a canonical code. */
 export function rpcErrorMessage(
   id: RequestId | null,

@@ -14,7 +14,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../../errors/index.ts';
 import { sendJson } from '../../http/reply.ts';
-import { errorResponse, requestIdOf, rpcErrorMessage } from '../../jsonrpc/messages.ts';
+import { errorResponse, requestIdOf, rpcErrorMessage, withCanonicalCode } from '../../jsonrpc/messages.ts';
 import { admitOutgoing, droppedReport, MAX_QUEUED_BYTES } from '../../relay/downstream.ts';
 
 /** SSE comment lines keep idle streams open through proxies that drop silent connections. */
@@ -407,8 +407,9 @@ export class SessionTransport implements Transport {
     exchange.res.end(text);
   }
 
-  async send(message: JSONRPCMessage, options?: { relatedRequestId?: RequestId }): Promise<void> {
+  async send(outgoing: JSONRPCMessage, options?: { relatedRequestId?: RequestId }): Promise<void> {
     if (this.#closed) return;
+    const message = withCanonicalCode(outgoing);
     if (isResponse(message)) {
       const exchange = this.#exchanges.get(message.id);
       if (!exchange && this.#cancelled.delete(message.id)) return;

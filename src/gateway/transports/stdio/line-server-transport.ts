@@ -7,7 +7,7 @@ import {
 import { EnvelopeError } from '../../../errors/index.ts';
 import { readInbound } from '../../jsonrpc/inbound.ts';
 import { DEFAULT_MAX_LINE_BYTES, idAtEdges, LineReader } from '../../jsonrpc/line-reader.ts';
-import { errorResponse, requestIdOf } from '../../jsonrpc/messages.ts';
+import { errorResponse, requestIdOf, withCanonicalCode } from '../../jsonrpc/messages.ts';
 import { admitOutgoing, droppedReport, MAX_QUEUED_BYTES } from '../../relay/downstream.ts';
 
 export interface LineServerTransportOptions {
@@ -75,8 +75,9 @@ export class LineServerTransport implements Transport {
     this.#stdout.on('error', this.#onOutputError);
   }
 
-  send(message: JSONRPCMessage): Promise<void> {
+  send(outgoing: JSONRPCMessage): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('The stdio connection is closed'));
+    const message = withCanonicalCode(outgoing);
     const queued = (this.#stdout as { writableLength?: number }).writableLength ?? 0;
     const admitted = admitOutgoing(queued, message);
     if (admitted === 'drop') {
