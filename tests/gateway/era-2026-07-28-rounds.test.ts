@@ -149,13 +149,13 @@ describe.each([httpTarget(), stdioTarget()])('2026-07-28 input rounds over $name
     const before = sent('tools/call');
     const result = await client.callTool({ name: 'ask_many', arguments: { count: 33 } });
     const rounds = sent('tools/call') - before - 1;
-    if (rounds === 1) {
-      // All 33 arrived within one round: the 33rd found 32 waiting and was refused.
+    if (/refused=1/.test(textOf(result))) {
+      // The 33rd found 32 waiting (all, or the last of them, in one round) and was refused.
       expect(textOf(result)).toMatch(/^answered=32, refused=1: .*At most 32 requests may wait on one call/);
       expect(asked).toBe(32);
     } else {
-      // On a loaded machine they can arrive over several rounds, each answered before the next
-      // began: never 32 waiting at once, so none is refused.
+      // On a loaded machine they can arrive over several rounds, each answered before the
+      // rest came: never 32 waiting at once, so none is refused.
       expect(textOf(result)).toBe('answered=33, refused=0');
       expect(asked).toBe(33);
       expect(rounds).toBeGreaterThan(1);

@@ -1,4 +1,6 @@
 import type { ServerResponse } from 'node:http';
+import { describeErrorCode, type EnvelopeError } from '../../errors/index.ts';
+import { errorResponse } from '../jsonrpc/messages.ts';
 
 /**
  * Writes one whole JSON reply with its length. A response that already
@@ -21,4 +23,23 @@ export function sendJson(
     ...headers,
   });
   res.end(text);
+}
+
+/** An HTTP-level error: `{ "error": { "code", "message" } }` with the status from the error table. */
+export function sendError(
+  res: ServerResponse,
+  error: EnvelopeError,
+  headers: Record<string, string> = {},
+): void {
+  sendJson(res, describeErrorCode(error.code).httpStatus, { error: error.toJSON() }, headers);
+}
+
+/** A JSON-RPC error for a request the SDK never saw (a session that is gone, or could not open). */
+export function sendRpcError(
+  res: ServerResponse,
+  status: number,
+  error: EnvelopeError,
+  jsonRpcCode?: number,
+): void {
+  sendJson(res, status, errorResponse(null, error, jsonRpcCode));
 }

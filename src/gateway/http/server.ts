@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import {
   createServer,
   type Server as HttpServer,
@@ -6,31 +5,24 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { NodeStreamableHTTPServerTransport, toWebRequest } from '@modelcontextprotocol/node';
-import type { AuthInfo, Transport } from '@modelcontextprotocol/server';
+import { toWebRequest } from '@modelcontextprotocol/node';
+import type { AuthInfo } from '@modelcontextprotocol/server';
 import { isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
-import { describeErrorCode, EnvelopeError } from '../../errors/index.ts';
+import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../defaults.ts';
 import { readInbound } from '../jsonrpc/inbound.ts';
 import { errorResponse } from '../jsonrpc/messages.ts';
-import {
-  arrange,
-  type ClientSession,
-  type GatewayOptions,
-  openClientSession,
-  startOwnUpstreams,
-} from '../relay/client-session.ts';
-import { isShared, UpstreamPool } from '../relay/upstream-pool.ts';
-import { BoundedEventStore } from '../transports/2025-11-25/event-store.ts';
-import { SessionTransport } from '../transports/2025-11-25/session-transport.ts';
+import { arrange, type GatewayOptions } from '../relay/client-session.ts';
+import { type SessionCloseReason, SessionTable } from '../transports/2025-11-25/sessions.ts';
+
+export type { SessionCloseReason } from '../transports/2025-11-25/sessions.ts';
+
 import { StatelessHttp } from '../transports/2026-07-28/stateless-http.ts';
-import type { Upstream } from '../upstreams/upstream.ts';
 import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
 import { DEFAULT_HTTP_PATH } from './endpoint.ts';
 import { type PageUpstream, renderInfoPage } from './info-page.ts';
 import { checkHostAndOrigin, type OriginPolicy } from './origin.ts';
-import { sendJson } from './reply.ts';
-import { closeWhenUnread } from './unread-bound.ts';
+import { sendError, sendJson, sendRpcError } from './reply.ts';
 
 export interface HttpGatewayOptions extends OriginPolicy {
   gateway: GatewayOptions;
@@ -89,27 +81,6 @@ export interface HttpGateway {
   close(): Promise<void>;
 }
 
-/** A 2025-era session's HTTP side: the transport that serves its requests. */
-interface SessionEntry {
-  serve(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo): Promise<void>;
-  close(): Promise<void>;
-  session: ClientSession;
-  lastSeen: number;
-  /** Who opened it: only the same principal may use or end it. */
-  owner: string;
-  /** Requests being served on it now (an open SSE stream counts while it is open). */
-  active: number;
-  /** When the client's GET stream went away, while it has not opened another. */
-  streamClosedAt?: number;
-  /** Whether the client listens on its GET stream, where requests outside its own go. */
-  listening: boolean;
-  /** Closes it, saying why. */
-  end(reason: SessionCloseReason): Promise<void>;
-}
-
-/** Why a 2025-era session closed. */
-export type SessionCloseReason = 'ended' | 'idle' | 'abandoned' | 'evicted' | 'shutdown';
-
 /** Whose a request is: its bearer token, else (anonymous) the address it came from. */
 function ownerOf(req: IncomingMessage, principal?: Principal): string {
   return principal ? `token:${principal.tokenId}` : `anonymous:${req.socket.remoteAddress ?? 'unknown'}`;
@@ -120,24 +91,8 @@ function poolKeyOf(principal?: Principal): string {
   return principal?.tokenId ?? '';
 }
 
-interface SessionTransportChoice {
-  transport: Transport;
-  serve: SessionEntry['serve'];
-  opened(): boolean;
-}
-
 /** The first protocol revision of the stateless era. */
 const MODERN_ERA = '2026-07-28';
-
-/** An HTTP-level error: `{ "error": { "code", "message" } }` with the status from the error table. */
-function sendError(res: ServerResponse, error: EnvelopeError, headers: Record<string, string> = {}): void {
-  sendJson(res, describeErrorCode(error.code).httpStatus, { error: error.toJSON() }, headers);
-}
-
-/** A JSON-RPC error for a request the SDK never saw (a session that is gone, or could not open). */
-function sendRpcError(res: ServerResponse, status: number, error: EnvelopeError, jsonRpcCode?: number): void {
-  sendJson(res, status, errorResponse(null, error, jsonRpcCode));
-}
 
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const tooLarge = () =>
@@ -201,44 +156,13 @@ function pageUpstreams(options: GatewayOptions): PageUpstream[] {
  */
 export async function startHttpGateway(options: HttpGatewayOptions): Promise<HttpGateway> {
   const maxBody = options.maxBodyBytes ?? CONFIG_DEFAULTS.listen.http.bodyLimitBytes;
-  const maxSessions = options.maxSessions ?? CONFIG_DEFAULTS.listen.http.maxSessions;
-  const maxPerPrincipal = options.maxSessionsPerPrincipal ?? Math.max(1, Math.floor(maxSessions / 4));
-  // Sessions being opened (awaiting their upstreams) count against the limits too.
-  const opening = new Map<string, number>();
-  const held = (owner: string): number =>
-    (opening.get(owner) ?? 0) + [...sessions.values()].filter((entry) => entry.owner === owner).length;
-  const idleMs = options.sessionIdleMs ?? CONFIG_DEFAULTS.listen.http.sessionIdleMs;
   const auth = new BearerAuth(options.tokens ?? []);
   const authRequired = options.authRequired ?? auth.enabled;
   const mcpPath = options.path ?? DEFAULT_HTTP_PATH;
-  const sessions = new Map<string, SessionEntry>();
   const report = options.onError ?? (() => {});
   let closing = false;
-  // Shared upstreams: one set per principal, for its sessions and its stateless requests alike.
-  const pool = new UpstreamPool(options.gateway, { idleMs });
-  // Upstreams that each session starts for itself (sharing: 'per-session'), if any.
-  const perSession = options.gateway.upstreams.some((upstream) => !isShared(upstream));
-  // One session's per-session upstreams kept started ahead of need, so an initialize does not
-  // wait for them to boot. Shared upstreams need no spare: a new session starts no process.
-  let spare: Promise<Upstream[]> | undefined;
-  const warmSpare = () => {
-    spare = closing || !perSession ? undefined : startOwnUpstreams(options.gateway);
-  };
-  const takeSession = async (principal: string): Promise<ClientSession> => {
-    // Claim the spare before awaiting it: two initializes arriving together must not get the same one.
-    const claimed = spare;
-    warmSpare();
-    let own = await claimed;
-    // A spare none of whose upstreams started is no better than starting afresh.
-    if (own?.every((upstream) => !upstream.available)) {
-      await Promise.all(own.map((upstream) => upstream.close()));
-      own = undefined;
-    }
-    return openClientSession(options.gateway, { pool, principal, ...(own ? { own } : {}) });
-  };
-
-  // Per-session upstreams kept for the info page when there is no spare to ask.
-  let pageOwn: Promise<Upstream[]> | undefined;
+  const table = new SessionTable({ ...options, report });
+  const { pool } = table;
 
   const stateless = new StatelessHttp({
     gateway: options.gateway,
@@ -246,137 +170,6 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     maxBodyBytes: maxBody,
     onError: report,
   });
-
-  async function newSession(
-    req: IncomingMessage,
-    res: ServerResponse,
-    body: unknown,
-    owner: string,
-    principal: string,
-    authInfo?: AuthInfo,
-  ) {
-    // Counted and reserved before any await, so initializes arriving together cannot all pass the cap.
-    const pending = [...opening.values()].reduce((sum, count) => sum + count, 0);
-    if (sessions.size + pending >= maxSessions) {
-      sendError(res, new EnvelopeError('RESOURCE_EXHAUSTED', 'Too many open sessions', { max: maxSessions }));
-      return;
-    }
-    if (held(owner) >= maxPerPrincipal) {
-      // The principal's least recently used idle session makes room: clients rarely end
-      // sessions (the SDK client's close() sends no DELETE), so an old idle one is abandoned.
-      const idle = [...sessions.values()]
-        .filter((entry) => entry.owner === owner && entry.active === 0)
-        .sort((a, b) => a.lastSeen - b.lastSeen)[0];
-      if (idle) await idle.end('evicted');
-    }
-    if (held(owner) >= maxPerPrincipal) {
-      sendError(
-        res,
-        new EnvelopeError('RESOURCE_EXHAUSTED', 'Too many open sessions for this client', {
-          max: maxPerPrincipal,
-        }),
-      );
-      return;
-    }
-    opening.set(owner, (opening.get(owner) ?? 0) + 1);
-    let session: ClientSession;
-    try {
-      session = await takeSession(principal);
-    } catch (error) {
-      const failure =
-        error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
-      sendRpcError(res, 502, failure);
-      return;
-    } finally {
-      const count = (opening.get(owner) ?? 1) - 1;
-      if (count > 0) opening.set(owner, count);
-      else opening.delete(owner);
-    }
-    const id = randomUUID();
-    const entry = sessionEntry(id, session, owner);
-    // Known before the initialize is answered, so the client's next request finds it.
-    sessions.set(id, entry);
-    await entry.serve(req, res, body, authInfo);
-    // An initialize that was refused opened nothing: nothing else would close it.
-    if (!entry.opened()) await entry.close();
-  }
-
-  /** A session's HTTP side, on the transport its options call for. */
-  function sessionEntry(
-    id: string,
-    session: ClientSession,
-    owner: string,
-  ): SessionEntry & { opened(): boolean } {
-    const { transport, serve, opened } = options.resumable ? resumableTransport(id) : directTransport(id);
-    let reason: SessionCloseReason = 'ended';
-    transport.onclose = () => {
-      sessions.delete(id);
-      void session.close();
-      options.onSessionClosed?.(id, reason);
-    };
-    const connected = session.relay.server.connect(transport);
-    const entry = {
-      session,
-      owner,
-      active: 0,
-      lastSeen: Date.now(),
-      // The SDK's resumable transport keeps what it cannot deliver for the client's return.
-      listening: !(transport instanceof SessionTransport),
-      serve: async (req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo) => {
-        entry.active++;
-        try {
-          await connected;
-          await serve(req, res, body, authInfo);
-        } finally {
-          entry.active--;
-          entry.lastSeen = Date.now();
-        }
-      },
-      close: () => transport.close(),
-      end: (why: SessionCloseReason) => {
-        reason = why;
-        return transport.close();
-      },
-      opened,
-    };
-    if (transport instanceof SessionTransport) {
-      transport.onstreamchange = (open) => {
-        entry.listening = open;
-        if (open) delete (entry as SessionEntry).streamClosedAt;
-        else (entry as SessionEntry).streamClosedAt = Date.now();
-      };
-    }
-    // A shared upstream's request outside any call goes to a session that can receive it.
-    session.relay.downstream.setReachable(() => entry.listening);
-    return entry;
-  }
-
-  /** The default: JSON replies, SSE only for requests that send something first (session-transport.ts). */
-  function directTransport(id: string): SessionTransportChoice {
-    const transport = new SessionTransport(id);
-    return {
-      transport,
-      serve: (req, res, body, authInfo) => transport.handle(req, res, body, authInfo),
-      opened: () => transport.initialized,
-    };
-  }
-
-  /** Resumable streams: the SDK's transport with a bounded replay store for Last-Event-ID. */
-  function resumableTransport(id: string): SessionTransportChoice {
-    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
-      sessionIdGenerator: () => id,
-      eventStore: new BoundedEventStore(),
-      retryInterval: options.retryIntervalMs ?? 1000,
-    });
-    return {
-      transport,
-      serve: (req, res, body, authInfo) => {
-        closeWhenUnread(res, (message) => report(new Error(`session ${id}: ${message}`)));
-        return transport.handleRequest(Object.assign(req, { auth: authInfo }), res, body);
-      },
-      opened: () => transport.sessionId !== undefined,
-    };
-  }
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse, principal?: Principal): Promise<void> {
     const authInfo: AuthInfo | undefined = principal
@@ -427,7 +220,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     }
 
     if (typeof sessionId === 'string') {
-      const entry = sessions.get(sessionId);
+      const entry = table.get(sessionId);
       // Another principal's session is as unknown as one that never existed.
       if (!entry || entry.owner !== ownerOf(req, principal)) {
         sendRpcError(res, 404, new EnvelopeError('NOT_FOUND', 'Session not found'), -32001);
@@ -440,7 +233,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     if (method === 'POST') {
       const messages = Array.isArray(body) ? body : [body];
       if (messages.some((message) => message?.method === 'initialize' && isInitializeRequest(message))) {
-        await newSession(req, res, body, ownerOf(req, principal), poolKeyOf(principal), authInfo);
+        await table.open(req, res, body, ownerOf(req, principal), poolKeyOf(principal), authInfo);
         return;
       }
       if (claimsModernEra(req) || !(await isLegacyRequest(await toWebRequest(req, body), body))) {
@@ -462,12 +255,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     try {
       // The caller's shared upstreams, and the spare's per-session ones, answer tools/list
       // without starting processes just for a page.
-      let own: Upstream[] = [];
-      if (perSession) {
-        const spared = await spare;
-        if (!spared) pageOwn ??= startOwnUpstreams(options.gateway);
-        own = spared ?? (await (pageOwn as Promise<Upstream[]>));
-      }
+      const own = await table.ownForPage();
       const upstreams = arrange(options.gateway, lease?.set.upstreams ?? [], own);
       for (const upstream of upstreams) {
         if (!upstream.available || !upstream.capabilities.tools) continue;
@@ -561,24 +349,6 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   // sends on it ("other side closed"); clients end their own idle connections well before this.
   server.keepAliveTimeout = 65_000;
 
-  const abandonedMs = options.abandonedSessionMs ?? CONFIG_DEFAULTS.listen.http.abandonedSessionMs;
-  const sweeper = setInterval(
-    () => {
-      const now = Date.now();
-      for (const entry of sessions.values()) {
-        if (now - entry.lastSeen > idleMs) void entry.end('idle');
-        else if (
-          entry.streamClosedAt !== undefined &&
-          entry.active === 0 &&
-          now - Math.max(entry.streamClosedAt, entry.lastSeen) > abandonedMs
-        )
-          void entry.end('abandoned');
-      }
-    },
-    Math.max(10, Math.min(idleMs, abandonedMs, 60_000) / 2),
-  );
-  sweeper.unref();
-
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
@@ -586,12 +356,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       resolve();
     });
   });
-  let ready: Promise<void> = Promise.resolve();
-  if (options.warmSpare !== false) {
-    warmSpare();
-    const started = spare;
-    ready = Promise.all([pool.prewarm(), started]).then(() => {});
-  }
+  const ready = options.warmSpare !== false ? table.prewarm() : Promise.resolve();
   const address = server.address() as AddressInfo;
   const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
@@ -599,16 +364,12 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     url: `http://${hostForUrl}:${address.port}${mcpPath}`,
     server,
     ready,
-    sessionCount: () => sessions.size,
+    sessionCount: () => table.size,
     async close() {
       closing = true;
-      clearInterval(sweeper);
-      await Promise.all([...sessions.values()].map((entry) => entry.end('shutdown').catch(() => {})));
-      await Promise.all([...sessions.values()].map((entry) => entry.session.close()));
+      await table.closeSessions();
       await stateless.close().catch(() => {});
-      const left = [...((await spare) ?? []), ...((await pageOwn) ?? [])];
-      await Promise.all(left.map((upstream) => upstream.close()));
-      await pool.close();
+      await table.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

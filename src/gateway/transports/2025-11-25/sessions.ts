@@ -1,0 +1,310 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import type { AuthInfo, Transport } from '@modelcontextprotocol/server';
+import { EnvelopeError } from '../../../errors/index.ts';
+import { CONFIG_DEFAULTS } from '../../defaults.ts';
+import { sendError, sendRpcError } from '../../http/reply.ts';
+import { closeWhenUnread } from '../../http/unread-bound.ts';
+import {
+  type ClientSession,
+  type GatewayOptions,
+  openClientSession,
+  startOwnUpstreams,
+} from '../../relay/client-session.ts';
+import { isShared, UpstreamPool } from '../../relay/upstream-pool.ts';
+import type { Upstream } from '../../upstreams/upstream.ts';
+import { BoundedEventStore } from './event-store.ts';
+import { SessionTransport } from './session-transport.ts';
+
+/**
+ * The 2025-era sessions of one HTTP gateway: opened on `initialize`, capped in
+ * total and per principal (counted with those still opening, so initializes
+ * arriving together cannot all pass), bound to the principal that opened them,
+ * reaped when idle or abandoned (the GET stream gone and nothing sent), each
+ * on its transport over its principal's shared upstreams (and its own, for
+ * upstreams that are `per-session`).
+ */
+
+/** A 2025-era session's HTTP side: the transport that serves its requests. */
+interface SessionEntry {
+  serve(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo): Promise<void>;
+  close(): Promise<void>;
+  session: ClientSession;
+  lastSeen: number;
+  /** Who opened it: only the same principal may use or end it. */
+  owner: string;
+  /** Requests being served on it now (an open SSE stream counts while it is open). */
+  active: number;
+  /** When the client's GET stream went away, while it has not opened another. */
+  streamClosedAt?: number;
+  /** Whether the client listens on its GET stream, where requests outside its own go. */
+  listening: boolean;
+  /** Closes it, saying why. */
+  end(reason: SessionCloseReason): Promise<void>;
+}
+
+/** Why a 2025-era session closed. */
+export type SessionCloseReason = 'ended' | 'idle' | 'abandoned' | 'evicted' | 'shutdown';
+
+interface SessionTransportChoice {
+  transport: Transport;
+  serve: SessionEntry['serve'];
+  opened(): boolean;
+}
+
+export interface SessionTableOptions {
+  gateway: GatewayOptions;
+  maxSessions?: number;
+  maxSessionsPerPrincipal?: number;
+  sessionIdleMs?: number;
+  abandonedSessionMs?: number;
+  resumable?: boolean;
+  retryIntervalMs?: number;
+  onSessionClosed?: (id: string, reason: SessionCloseReason) => void;
+  report: (error: unknown) => void;
+}
+
+export class SessionTable {
+  /** Shared upstreams: one set per principal, for its sessions and its stateless requests alike. */
+  readonly pool: UpstreamPool;
+  readonly #options: SessionTableOptions;
+  readonly #sessions = new Map<string, SessionEntry>();
+  /** Sessions being opened (awaiting their upstreams), per owner: they count against the limits too. */
+  readonly #opening = new Map<string, number>();
+  readonly #maxSessions: number;
+  readonly #maxPerPrincipal: number;
+  readonly #sweeper: NodeJS.Timeout;
+  /** Whether some upstream is started per session (sharing: 'per-session'). */
+  readonly #perSession: boolean;
+  /**
+   * One session's per-session upstreams kept started ahead of need, so an
+   * initialize does not wait for them to boot. Shared upstreams need no spare:
+   * a new session starts no process.
+   */
+  #spare: Promise<Upstream[]> | undefined;
+  /** Per-session upstreams kept for the info page when there is no spare to ask. */
+  #pageOwn: Promise<Upstream[]> | undefined;
+  #closing = false;
+
+  constructor(options: SessionTableOptions) {
+    this.#options = options;
+    const defaults = CONFIG_DEFAULTS.listen.http;
+    this.#maxSessions = options.maxSessions ?? defaults.maxSessions;
+    this.#maxPerPrincipal = options.maxSessionsPerPrincipal ?? Math.max(1, Math.floor(this.#maxSessions / 4));
+    const idleMs = options.sessionIdleMs ?? defaults.sessionIdleMs;
+    const abandonedMs = options.abandonedSessionMs ?? defaults.abandonedSessionMs;
+    this.pool = new UpstreamPool(options.gateway, { idleMs });
+    this.#perSession = options.gateway.upstreams.some((upstream) => !isShared(upstream));
+    this.#sweeper = setInterval(
+      () => {
+        const now = Date.now();
+        for (const entry of this.#sessions.values()) {
+          if (now - entry.lastSeen > idleMs) void entry.end('idle');
+          else if (
+            entry.streamClosedAt !== undefined &&
+            entry.active === 0 &&
+            now - Math.max(entry.streamClosedAt, entry.lastSeen) > abandonedMs
+          )
+            void entry.end('abandoned');
+        }
+      },
+      Math.max(10, Math.min(idleMs, abandonedMs, 60_000) / 2),
+    );
+    this.#sweeper.unref();
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  get(id: string): SessionEntry | undefined {
+    return this.#sessions.get(id);
+  }
+
+  /** Starts upstreams ahead of the first client; settles once they have started or failed. */
+  prewarm(): Promise<void> {
+    this.#warmSpare();
+    return Promise.all([this.pool.prewarm(), this.#spare]).then(() => {});
+  }
+
+  /** Per-session upstreams the info page may ask for tools without starting processes just for it. */
+  async ownForPage(): Promise<Upstream[]> {
+    if (!this.#perSession) return [];
+    const spared = await this.#spare;
+    if (spared) return spared;
+    this.#pageOwn ??= startOwnUpstreams(this.#options.gateway);
+    return this.#pageOwn;
+  }
+
+  /** Ends every session (their upstreams of their own with them). */
+  async closeSessions(): Promise<void> {
+    this.#closing = true;
+    clearInterval(this.#sweeper);
+    const entries = [...this.#sessions.values()];
+    await Promise.all(entries.map((entry) => entry.end('shutdown').catch(() => {})));
+    await Promise.all(entries.map((entry) => entry.session.close()));
+  }
+
+  /** Closes what is left: the spare, the page's upstreams and the pool. */
+  async close(): Promise<void> {
+    await this.closeSessions();
+    const left = [...((await this.#spare) ?? []), ...((await this.#pageOwn) ?? [])];
+    await Promise.all(left.map((upstream) => upstream.close()));
+    await this.pool.close();
+  }
+
+  #held(owner: string): number {
+    return (
+      (this.#opening.get(owner) ?? 0) +
+      [...this.#sessions.values()].filter((entry) => entry.owner === owner).length
+    );
+  }
+
+  #warmSpare(): void {
+    this.#spare = this.#closing || !this.#perSession ? undefined : startOwnUpstreams(this.#options.gateway);
+  }
+
+  async #take(principal: string): Promise<ClientSession> {
+    // Claim the spare before awaiting it: two initializes arriving together must not get the same one.
+    const claimed = this.#spare;
+    this.#warmSpare();
+    let own = await claimed;
+    // A spare none of whose upstreams started is no better than starting afresh.
+    if (own?.every((upstream) => !upstream.available)) {
+      await Promise.all(own.map((upstream) => upstream.close()));
+      own = undefined;
+    }
+    return openClientSession(this.#options.gateway, { pool: this.pool, principal, ...(own ? { own } : {}) });
+  }
+
+  async open(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: unknown,
+    owner: string,
+    principal: string,
+    authInfo?: AuthInfo,
+  ) {
+    // Counted and reserved before any await, so initializes arriving together cannot all pass the cap.
+    const pending = [...this.#opening.values()].reduce((sum, count) => sum + count, 0);
+    if (this.#sessions.size + pending >= this.#maxSessions) {
+      sendError(
+        res,
+        new EnvelopeError('RESOURCE_EXHAUSTED', 'Too many open sessions', { max: this.#maxSessions }),
+      );
+      return;
+    }
+    if (this.#held(owner) >= this.#maxPerPrincipal) {
+      // The principal's least recently used idle session makes room: clients rarely end
+      // sessions (the SDK client's close() sends no DELETE), so an old idle one is abandoned.
+      const idle = [...this.#sessions.values()]
+        .filter((entry) => entry.owner === owner && entry.active === 0)
+        .sort((a, b) => a.lastSeen - b.lastSeen)[0];
+      if (idle) await idle.end('evicted');
+    }
+    if (this.#held(owner) >= this.#maxPerPrincipal) {
+      sendError(
+        res,
+        new EnvelopeError('RESOURCE_EXHAUSTED', 'Too many open sessions for this client', {
+          max: this.#maxPerPrincipal,
+        }),
+      );
+      return;
+    }
+    this.#opening.set(owner, (this.#opening.get(owner) ?? 0) + 1);
+    let session: ClientSession;
+    try {
+      session = await this.#take(principal);
+    } catch (error) {
+      const failure =
+        error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
+      sendRpcError(res, 502, failure);
+      return;
+    } finally {
+      const count = (this.#opening.get(owner) ?? 1) - 1;
+      if (count > 0) this.#opening.set(owner, count);
+      else this.#opening.delete(owner);
+    }
+    const id = randomUUID();
+    const entry = this.#entry(id, session, owner);
+    // Known before the initialize is answered, so the client's next request finds it.
+    this.#sessions.set(id, entry);
+    await entry.serve(req, res, body, authInfo);
+    // An initialize that was refused opened nothing: nothing else would close it.
+    if (!entry.opened()) await entry.close();
+  }
+
+  /** A session's HTTP side, on the transport its options call for. */
+  #entry(id: string, session: ClientSession, owner: string): SessionEntry & { opened(): boolean } {
+    const { transport, serve, opened } = this.#options.resumable ? this.#resumable(id) : this.#direct(id);
+    let reason: SessionCloseReason = 'ended';
+    transport.onclose = () => {
+      this.#sessions.delete(id);
+      void session.close();
+      this.#options.onSessionClosed?.(id, reason);
+    };
+    const connected = session.relay.server.connect(transport);
+    const entry = {
+      session,
+      owner,
+      active: 0,
+      lastSeen: Date.now(),
+      // The SDK's resumable transport keeps what it cannot deliver for the client's return.
+      listening: !(transport instanceof SessionTransport),
+      serve: async (req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo) => {
+        entry.active++;
+        try {
+          await connected;
+          await serve(req, res, body, authInfo);
+        } finally {
+          entry.active--;
+          entry.lastSeen = Date.now();
+        }
+      },
+      close: () => transport.close(),
+      end: (why: SessionCloseReason) => {
+        reason = why;
+        return transport.close();
+      },
+      opened,
+    };
+    if (transport instanceof SessionTransport) {
+      transport.onstreamchange = (open) => {
+        entry.listening = open;
+        if (open) delete (entry as SessionEntry).streamClosedAt;
+        else (entry as SessionEntry).streamClosedAt = Date.now();
+      };
+    }
+    // A shared upstream's request outside any call goes to a session that can receive it.
+    session.relay.downstream.setReachable(() => entry.listening);
+    return entry;
+  }
+
+  /** The default: JSON replies, SSE only for requests that send something first (session-transport.ts). */
+  #direct(id: string): SessionTransportChoice {
+    const transport = new SessionTransport(id);
+    return {
+      transport,
+      serve: (req, res, body, authInfo) => transport.handle(req, res, body, authInfo),
+      opened: () => transport.initialized,
+    };
+  }
+
+  /** Resumable streams: the SDK's transport with a bounded replay store for Last-Event-ID. */
+  #resumable(id: string): SessionTransportChoice {
+    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      eventStore: new BoundedEventStore(),
+      retryInterval: this.#options.retryIntervalMs ?? 1000,
+    });
+    return {
+      transport,
+      serve: (req, res, body, authInfo) => {
+        closeWhenUnread(res, (message) => this.#options.report(new Error(`session ${id}: ${message}`)));
+        return transport.handleRequest(Object.assign(req, { auth: authInfo }), res, body);
+      },
+      opened: () => transport.sessionId !== undefined,
+    };
+  }
+}
