@@ -5,6 +5,7 @@ import type { GatewayConfig } from '../../gateway/operations/config.ts';
 import type { RunningGateway } from '../../gateway/start.ts';
 import { type Registrar, runs } from '../command.ts';
 import { EXIT } from '../output.ts';
+import { exitSoon, stopRequested } from '../stop-signals.ts';
 import { parseListen } from './listen.ts';
 
 interface GatewayFlags {
@@ -16,31 +17,6 @@ interface GatewayFlags {
 }
 
 const LAUNCHER = fileURLToPath(new URL('../../../bin/mcp-envelope', import.meta.url));
-
-/**
- * The signals that stop the gateway. SIGHUP too: upstreams run in process
- * groups of their own, so a closing terminal's hangup reaches them only
- * through the gateway.
- */
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
-/** Resolves on the first stop signal; from then on the default action no longer ends the process before its upstreams. */
-function stopRequested(): { requested: Promise<void>; dispose(): void } {
-  const { promise, resolve } = Promise.withResolvers<void>();
-  const stop = () => resolve();
-  for (const signal of STOP_SIGNALS) process.on(signal, stop);
-  return {
-    requested: promise,
-    dispose: () => {
-      for (const signal of STOP_SIGNALS) process.off(signal, stop);
-    },
-  };
-}
-
-/** Ends the process shortly unless it ends by itself first: a handle an upstream left open must not keep it alive. */
-function exitSoon(): void {
-  setTimeout(() => process.exit(), 1000).unref();
-}
 
 /** How to reach the running gateway: the URL and an MCP client configuration for stdio. */
 export function connectionHelp(config: GatewayConfig, running: RunningGateway): string {

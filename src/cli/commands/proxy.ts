@@ -4,6 +4,7 @@ import { CONFIG_DEFAULTS } from '../../gateway/defaults.ts';
 import { UPSTREAM_DIALECTS } from '../../gateway/operations/config.ts';
 import { type Registrar, runs } from '../command.ts';
 import { EXIT } from '../output.ts';
+import { exitSoon, stopRequested } from '../stop-signals.ts';
 import { parseListen } from './listen.ts';
 
 interface ProxyOptions {
@@ -69,31 +70,6 @@ export function upstreamEnv(entries: readonly string[], env: NodeJS.ProcessEnv):
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
-}
-
-/**
- * The signals that stop the gateway. SIGHUP too: upstreams run in process
- * groups of their own, so a closing terminal's hangup reaches them only
- * through the gateway.
- */
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
-/** Resolves on the first stop signal; from then on the default action no longer ends the process before its upstreams. */
-function stopRequested(): { requested: Promise<void>; dispose(): void } {
-  const { promise, resolve } = Promise.withResolvers<void>();
-  const stop = () => resolve();
-  for (const signal of STOP_SIGNALS) process.on(signal, stop);
-  return {
-    requested: promise,
-    dispose: () => {
-      for (const signal of STOP_SIGNALS) process.off(signal, stop);
-    },
-  };
-}
-
-/** Ends the process shortly unless it ends by itself first: a handle an upstream left open must not keep it alive. */
-function exitSoon(): void {
-  setTimeout(() => process.exit(), 1000).unref();
 }
 
 /** Commands that run a program named by their first argument that is not an option. */

@@ -325,17 +325,13 @@ function resolveUpstream(
   let transport: StdioUpstream | HttpUpstream;
   if (upstream.stdio) {
     const { command, args, env: childEnv, envFromEnv, cwd } = upstream.stdio;
-    const childVariables: Record<string, string> = { ...(childEnv ?? defaults.stdio.env) };
-    for (const [name, variable] of Object.entries(envFromEnv ?? defaults.stdio.envFromEnv)) {
-      const found = env[variable];
-      if (found === undefined) {
-        throw configError(
-          `Environment variable ${variable} (variable ${name} of upstream "${upstream.name}") is not set`,
-          encodePointer(['upstreams', index, 'stdio', 'envFromEnv', name]),
-        );
-      }
-      childVariables[name] = found;
-    }
+    const childVariables = {
+      ...(childEnv ?? defaults.stdio.env),
+      ...readFromEnvironment(envFromEnv ?? defaults.stdio.envFromEnv, env, (name) => ({
+        what: `variable ${name} of upstream "${upstream.name}"`,
+        pointer: ['upstreams', index, 'stdio', 'envFromEnv', name],
+      })),
+    };
     transport = {
       kind: 'stdio',
       command: resolveCommand(baseDir, command),
@@ -345,17 +341,13 @@ function resolveUpstream(
     };
   } else {
     const { url, headers, headersFromEnv } = upstream.url as NonNullable<RawUpstream['url']>;
-    const merged: Record<string, string> = { ...(headers ?? defaults.url.headers) };
-    for (const [header, variable] of Object.entries(headersFromEnv ?? defaults.url.headersFromEnv)) {
-      const found = env[variable];
-      if (found === undefined) {
-        throw configError(
-          `Environment variable ${variable} (header ${header} of upstream "${upstream.name}") is not set`,
-          encodePointer(['upstreams', index, 'url', 'headersFromEnv', header]),
-        );
-      }
-      merged[header] = found;
-    }
+    const merged = {
+      ...(headers ?? defaults.url.headers),
+      ...readFromEnvironment(headersFromEnv ?? defaults.url.headersFromEnv, env, (header) => ({
+        what: `header ${header} of upstream "${upstream.name}"`,
+        pointer: ['upstreams', index, 'url', 'headersFromEnv', header],
+      })),
+    };
     transport = { kind: 'http', url, headers: merged };
   }
   const restart = { ...defaults.restart, ...upstream.restart };
@@ -513,4 +505,26 @@ interface RawConfig {
 interface RawSigning {
   keyFile?: string;
   keyEnv?: string;
+}
+
+/**
+ * Values read from the environment by variable name (`headersFromEnv`,
+ * `envFromEnv`), so secrets stay out of the file; an unset variable stops the
+ * gateway, naming what it was for and where it is configured.
+ */
+function readFromEnvironment(
+  names: Readonly<Record<string, string>>,
+  env: NodeJS.ProcessEnv,
+  describe: (key: string) => { what: string; pointer: (string | number)[] },
+): Record<string, string> {
+  const found: Record<string, string> = {};
+  for (const [key, variable] of Object.entries(names)) {
+    const value = env[variable];
+    if (value === undefined) {
+      const { what, pointer } = describe(key);
+      throw configError(`Environment variable ${variable} (${what}) is not set`, encodePointer(pointer));
+    }
+    found[key] = value;
+  }
+  return found;
 }
