@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectOutcome, HOSTILE, MISBEHAVIOURS, type Misbehaviour } from '../support/hostile-behaviours.ts';
 import { HOSTILE_SECRETS, HOSTILE_STDERR_LINES } from '../support/hostile-secrets.ts';
 import { LineClient } from '../support/line-client.ts';
-import { RawSession } from '../support/raw-http-session.ts';
-import { BIN, NODE, type Running, startListening } from './processes.ts';
+import { proxiedSession, type RawSession } from '../support/raw-http-session.ts';
+import type { Running } from './processes.ts';
 
 /**
  * An upstream that misbehaves every way tests/fixtures/servers/hostile.ts
@@ -49,18 +49,7 @@ async function overStdio(
 }
 
 async function overHttp(flags: string[]): Promise<Front> {
-  const proxy: Running = await startListening([
-    BIN,
-    'proxy',
-    '--http',
-    '127.0.0.1:0',
-    ...flags,
-    '--',
-    NODE,
-    HOSTILE,
-  ]);
-  const session = new RawSession(proxy.url);
-  await session.open();
+  const { proxy, session } = await proxiedSession(HOSTILE, flags);
   return {
     async call(id, tool, args = {}) {
       const { mine, text } = await session.call(id, tool, args);
@@ -306,20 +295,8 @@ describe('a request its client cancels, over HTTP', () => {
   let session: RawSession;
 
   beforeAll(async () => {
-    proxy = await startListening([
-      BIN,
-      'proxy',
-      '--http',
-      '127.0.0.1:0',
-      '--timeout',
-      '1000',
-      '--',
-      NODE,
-      HOSTILE,
-    ]);
     // A ping answers in milliseconds and a call times out after 1 s: 3 s without a reply is a POST left open.
-    session = new RawSession(proxy.url, 3_000);
-    await session.open();
+    ({ proxy, session } = await proxiedSession(HOSTILE, ['--timeout', '1000'], 3_000));
   });
 
   afterAll(async () => {

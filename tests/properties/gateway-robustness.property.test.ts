@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, NODE, type Running, startListening } from '../gateway/processes.ts';
+import type { Running } from '../gateway/processes.ts';
 import { expectOutcome, HOSTILE, MISBEHAVIOURS, type Misbehaviour } from '../support/hostile-behaviours.ts';
 import { LineClient, type Received } from '../support/line-client.ts';
 import { answerContains, producedPayload } from '../support/no-loss.ts';
-import { RawSession } from '../support/raw-http-session.ts';
+import { proxiedSession, type RawSession } from '../support/raw-http-session.ts';
 import { generatedAnswer } from '../support/upstream-answers.ts';
 
 /**
@@ -412,19 +412,7 @@ describe('inbound bodies over HTTP', () => {
   let sentinel = 0;
 
   beforeAll(async () => {
-    proxy = await startListening([
-      BIN,
-      'proxy',
-      '--http',
-      '127.0.0.1:0',
-      '--timeout',
-      '5000',
-      '--',
-      NODE,
-      HOSTILE,
-    ]);
-    session = new RawSession(proxy.url);
-    await session.open();
+    ({ proxy, session } = await proxiedSession(HOSTILE, ['--timeout', '5000']));
   });
 
   afterAll(async () => {
@@ -511,24 +499,11 @@ describe.each(['passthrough', 'prov-v0.1'])('upstream answers through the %s gat
   let calls = 0;
 
   beforeAll(async () => {
-    [client, proxy] = await Promise.all([
-      LineClient.start(['--dialect', mode, '--timeout', '10000'], HOSTILE),
-      startListening([
-        BIN,
-        'proxy',
-        '--http',
-        '127.0.0.1:0',
-        '--dialect',
-        mode,
-        '--timeout',
-        '10000',
-        '--',
-        NODE,
-        HOSTILE,
-      ]),
+    const flags = ['--dialect', mode, '--timeout', '10000'];
+    [client, { proxy, session }] = await Promise.all([
+      LineClient.start(flags, HOSTILE),
+      proxiedSession(HOSTILE, flags),
     ]);
-    session = new RawSession(proxy.url);
-    await session.open();
   });
 
   afterAll(async () => {
@@ -664,19 +639,7 @@ describe('hostile behaviours over HTTP', () => {
   let calls = 0;
 
   beforeAll(async () => {
-    proxy = await startListening([
-      BIN,
-      'proxy',
-      '--http',
-      '127.0.0.1:0',
-      '--timeout',
-      '1000',
-      '--',
-      NODE,
-      HOSTILE,
-    ]);
-    session = new RawSession(proxy.url);
-    await session.open();
+    ({ proxy, session } = await proxiedSession(HOSTILE, ['--timeout', '1000']));
   });
 
   afterAll(async () => {

@@ -4,6 +4,8 @@
  * it came as JSON or as an SSE stream.
  */
 
+import { BIN, NODE, type Running, startListening } from '../gateway/processes.ts';
+
 export const RAW_SESSION_VERSION = '2025-06-18';
 
 export interface RawAnswer {
@@ -89,4 +91,19 @@ export class RawSession {
       mine: reply.answers.filter((answer) => answer.method === undefined && answer.id === id),
     };
   }
+}
+
+/**
+ * `proxy --http` in front of `upstream` with `flags`, and a raw session opened
+ * on it; `replyMs` bounds each reply the session waits for.
+ */
+export async function proxiedSession(
+  upstream: string,
+  flags: readonly string[],
+  replyMs?: number,
+): Promise<{ proxy: Running; session: RawSession }> {
+  const proxy = await startListening([BIN, 'proxy', '--http', '127.0.0.1:0', ...flags, '--', NODE, upstream]);
+  const session = new RawSession(proxy.url, replyMs);
+  await session.open();
+  return { proxy, session };
 }

@@ -44,9 +44,14 @@ export class StderrRing {
     return wholeCharacters(all.length > max ? all.slice(-max) : all);
   }
 
+  /** All the ring holds. */
+  text(): string {
+    return this.tail(this.#limit);
+  }
+
   /** The last `count` lines of stderr that say something (see `lastLines`). */
   lastLines(count: number): string[] {
-    return lastLines(this.tail(this.#limit), count);
+    return lastLines(this.text(), count);
   }
 }
 

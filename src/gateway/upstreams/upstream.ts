@@ -555,7 +555,7 @@ export class Upstream {
     const tail = this.stderr.tail(1024);
     // Callers get the failure with likely secrets redacted; the operator's surfaces read the full text.
     const known = credentialsOf(this.spec);
-    if (tail) details.stderr = callerExcerpt(this.stderr.tail(STDERR_RING_BYTES), known);
+    if (tail) details.stderr = callerExcerpt(this.stderr.text(), known);
     const failure = new UpstreamFailure(redactSecrets(message, known), details, cause);
     keepForOperator(failure, { message, ...(tail ? { stderr: tail } : {}) });
     return failure;
@@ -739,9 +739,6 @@ export class Upstream {
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
-
-/** How much of the stderr ring is read to redact it before the caller's excerpt is cut. */
-const STDERR_RING_BYTES = 8192;
 
 /**
  * The last KiB of stderr a caller may see. Redacted before it is cut, so a cut
