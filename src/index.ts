@@ -216,6 +216,22 @@ export {
   verdictLine,
   verify,
 } from './provenance/index.ts';
+// Rate limits: token buckets (GCRA) for tool calls.
+export {
+  DEFAULT_MAX_KEYS,
+  MemoryRateCounters,
+  type MemoryRateCountersOptions,
+  type RateCheck,
+  type RateCounters,
+  type RateDecision,
+  RateLimiter,
+  type RateLimiterOptions,
+  type RateLimitRule,
+  type RateRule,
+  type RateSubject,
+  rateLimitInfo,
+  retryAfterSeconds,
+} from './ratelimit/index.ts';
 // Schemas and the validator registry.
 export {
   BUNDLED_SCHEMAS,

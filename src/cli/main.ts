@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { EnvelopeError } from '../errors/index.ts';
 import { PACKAGE_VERSION } from '../version.ts';
 import type { Invocation, Registrar } from './command.ts';
+import { registerArtifacts } from './commands/artifacts.ts';
 import { registerCanonicalize } from './commands/canonicalize.ts';
 import {
   registerCheckVector,
@@ -45,6 +46,7 @@ const REGISTRARS: readonly Registrar[] = [
   registerProxy,
   registerGateway,
   registerLedger,
+  registerArtifacts,
 ];
 
 export const VERSION = PACKAGE_VERSION;

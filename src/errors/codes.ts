@@ -705,6 +705,14 @@ const TABLE = {
     source: 'engine',
     message: 'Not a valid provenance record',
   },
+  ARTIFACT_STORE_UNAVAILABLE: {
+    httpStatus: 503,
+    jsonRpcCode: J.internal,
+    retriable: true,
+    kind: 'internal',
+    source: 'engine',
+    message: 'Artifact store is unavailable',
+  },
 } as const satisfies Record<string, ErrorCodeRow>;
 
 /** Every canonical error code: the keys of the table. */

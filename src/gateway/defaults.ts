@@ -19,6 +19,8 @@ export const UPSTREAM_DIALECTS = [
   'passthrough',
 ] as const satisfies readonly UpstreamDialect[];
 export type ValidationMode = 'enforce' | 'warn' | 'off';
+/** How a result stored as an artifact reaches the client (the `artifacts.defaultReturnMode` setting). */
+export type ReturnMode = 'url' | 'base64' | 'mcp_resource';
 export type InvalidInputForm = 'result' | 'jsonrpc-error';
 export type ProvenanceMode = 'minimal' | 'full';
 /** `shared`: one upstream process serves a principal's 2025-era HTTP sessions; `per-session`: one each. */
@@ -89,6 +91,17 @@ export const CONFIG_DEFAULTS = deepFreeze({
   auth: { tokens: TOP.auth.properties.tokens.default as unknown[] },
   token: { optional: schema.$defs.token.properties.optional.default },
   ledger: { enabled: TOP.ledger.properties.enabled.default, path: TOP.ledger.properties.path.default },
+  rateLimits: TOP.rateLimits.default as unknown[],
+  rateLimit: { per: schema.$defs.rateLimit.properties.per.default as 'principal' | 'global' },
+  artifacts: {
+    enabled: TOP.artifacts.properties.enabled.default,
+    dir: TOP.artifacts.properties.dir.default,
+    ttlMs: TOP.artifacts.properties.ttlMs.default,
+    maxBytes: TOP.artifacts.properties.maxBytes.default,
+    downloadPath: TOP.artifacts.properties.downloadPath.default,
+    inlineMaxBytes: TOP.artifacts.properties.inlineMaxBytes.default,
+    defaultReturnMode: TOP.artifacts.properties.defaultReturnMode.default as ReturnMode,
+  },
   logs: {
     enabled: TOP.logs.properties.enabled.default,
     dir: TOP.logs.properties.dir.default,

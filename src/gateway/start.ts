@@ -1,7 +1,9 @@
+import { type ArtifactService, openArtifactService } from '../artifacts/service.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import { createIdSource } from '../ids/index.ts';
 import { Ledger } from '../ledger/index.ts';
 import { PACKAGE_VERSION } from '../version.ts';
+import { artifactResources, artifactSink } from './artifacts/sink.ts';
 import { Enforcement } from './enforcement/enforcement.ts';
 import { type HttpGateway, startHttpGateway } from './http/server.ts';
 import { CallLog, instanceName } from './operations/call-log.ts';
@@ -55,6 +57,8 @@ export interface RunningGateway {
   stdio: StdioGateway | undefined;
   ledger: Ledger | undefined;
   callLog: CallLog | undefined;
+  /** The artifact store and download links; undefined when `artifacts.enabled` is false. */
+  artifacts: ArtifactService | undefined;
   /** Resolves when the stdio client went away (never, without stdio). */
   stdioClosed: Promise<void>;
   /** Settles within SHUTDOWN_GRACE_MS plus a second, whatever the upstreams do. */
@@ -138,6 +142,42 @@ export function exposureWarning(config: GatewayConfig, url?: string): string | u
   );
 }
 
+/**
+ * The artifact store and its keys, opened once: its metadata goes in the
+ * ledger's file when the ledger is on (opened first, so the file is a ledger
+ * before the store adds its tables), else in `<dir>/artifacts.sqlite`.
+ */
+function openArtifacts(config: GatewayConfig, report: (error: unknown) => void): ArtifactService | undefined {
+  const settings = config.artifacts;
+  if (!settings.enabled) return undefined;
+  return openArtifactService({
+    dir: settings.dir,
+    ...(config.ledger.enabled ? { databasePath: config.ledger.path } : {}),
+    ttlMs: settings.ttlMs,
+    maxBytes: settings.maxBytes,
+    inlineMaxBytes: settings.inlineMaxBytes,
+    defaultReturnMode: settings.defaultReturnMode,
+    downloadPath: settings.downloadPath,
+    ...(settings.publicUrl === undefined ? {} : { publicUrl: settings.publicUrl }),
+    ...(settings.keys === undefined
+      ? {}
+      : { keys: settings.keys.map(({ id, key }) => ({ id, secret: key })) }),
+    onError: report,
+  });
+}
+
+function formatDuration(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  return `${ms / 1000} s`;
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes % (1 << 20) === 0) return `${bytes / (1 << 20)} MiB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
 export async function startGateway(
   config: GatewayConfig,
   options: StartOptions = {},
@@ -147,6 +187,13 @@ export async function startGateway(
   rememberCredentials(config.auth.tokens.map(({ token }) => token));
   for (const upstream of config.upstreams) rememberCredentials(credentialsOf(upstreamSpec(upstream)));
   const ledger = config.ledger.enabled ? Ledger.open(config.ledger.path) : undefined;
+  let artifacts: ArtifactService | undefined;
+  try {
+    artifacts = openArtifacts(config, report);
+  } catch (error) {
+    ledger?.close();
+    throw error;
+  }
   const callLog = config.logs.enabled
     ? new CallLog({
         dir: config.logs.dir,
@@ -159,9 +206,12 @@ export async function startGateway(
   const enforcement = new Enforcement({
     upstreams: config.upstreams,
     ...(config.tiers ? { tiers: config.tiers } : {}),
+    rateLimits: config.rateLimits,
     ids: createIdSource(config.ids.seed),
     ledger,
     callLog,
+    // Return modes store results' files here, owned by each caller.
+    ...(artifacts ? { artifacts: artifactSink(artifacts) } : {}),
     version: GATEWAY_VERSION,
     onError: report,
   });
@@ -178,6 +228,7 @@ export async function startGateway(
       config.upstreams.length > 1 ? { name: 'mcp-envelope-gateway', version: GATEWAY_VERSION } : undefined,
     report,
     status,
+    ...(artifacts ? { artifacts, ownResources: artifactResources(artifacts) } : {}),
   });
 
   let http: HttpGateway | undefined;
@@ -186,6 +237,7 @@ export async function startGateway(
     await Promise.allSettled([http?.close(), stdio?.close()]);
     enforcement.flush();
     await callLog?.close();
+    await artifacts?.close();
     ledger?.close();
   };
   try {
@@ -212,7 +264,11 @@ export async function startGateway(
         path: listen.path,
         mode: config.upstreams.map((upstream) => `${upstream.name}: ${upstream.dialect}`).join(', '),
         onError: report,
+        ...(artifacts
+          ? { downloads: { path: config.artifacts.downloadPath, handler: artifacts.handler } }
+          : {}),
       });
+      artifacts?.useOrigin(new URL(http.url).origin);
     }
     if (config.listen.stdio) stdio = await serveGatewayOnStdio(gatewayOptions('stdio', null));
   } catch (error) {
@@ -221,6 +277,12 @@ export async function startGateway(
   }
   const exposed = exposureWarning(config, http?.url);
   if (exposed) report(exposed);
+  const links = artifacts?.downloadUrl('0')?.replace(/0$/, '<download id>');
+  if (artifacts && links) {
+    report(
+      `downloads: ${links} (links live ${formatDuration(artifacts.ttlMs)}; artifacts up to ${formatBytes(artifacts.maxBytes)}, kept in ${config.artifacts.dir})`,
+    );
+  }
   // The first session's upstreams have started or failed, so the caller can say which.
   await http?.ready;
   let closing: Promise<void> | undefined;
@@ -230,6 +292,7 @@ export async function startGateway(
     stdio,
     ledger,
     callLog,
+    artifacts,
     stdioClosed: stdio ? stdio.closed : new Promise<void>(() => {}),
     close: () => {
       closing ??= closeWithin(closeAll);

@@ -7,8 +7,10 @@ import { entry } from './pipeline/entries.ts';
 import { PipelineRpcError, ToolSchemaError } from './pipeline/errors.ts';
 import { fromRejection, invokeTool } from './pipeline/invoke.ts';
 import { attachProvenance } from './pipeline/provenance.ts';
+import { checkRateLimit } from './pipeline/rate-limit.ts';
 import { readOutput } from './pipeline/read-output.ts';
 import { type AnsweredAt, answeredAt, type CallSummary } from './pipeline/report.ts';
+import { noteEnvelopeDownload, readReturnMode, returnModeStage } from './pipeline/return-mode.ts';
 import type { Pipeline, PipelineOptions, ToolCall } from './pipeline/types.ts';
 import { checkInput } from './pipeline/validate-input.ts';
 import type { ToolResultLike } from './tool-result.ts';
@@ -17,8 +19,10 @@ import type { ToolResultLike } from './tool-result.ts';
  * The one enforcement pipeline for a tools/call, as a sequence of stages (each in
  * `./pipeline/`), every one reading and adding to the call's context:
  *
+ * 0. the rate limit, when there is one: a denied call stops here;
  * 1. validate the input: tier gate, argument size and depth, canonical form, inputSchema;
- * 2. invoke the tool (with the timeout);
+ * 2. invoke the tool (with the timeout); then, with an artifact sink, apply the
+ *    caller's return mode (files stored and replaced by download descriptors);
  * 3. read its output: payload found and dialect detected, once;
  * 4. decide the answer: pass through, convert, wrap, near miss, or INVALID_OUTPUT;
  * 5. attach provenance when the caller opted in;
@@ -58,7 +62,9 @@ export type {
 async function decide(ctx: CallContext): Promise<Decision | { interim: ToolResultLike }> {
   try {
     if (ctx.controlsError) return fromRejection(ctx, ctx.controlsError);
-    const refused = checkInput(ctx);
+    const limited = ctx.settings.options.rateLimit ? await checkRateLimit(ctx) : undefined;
+    if (limited) return limited;
+    const refused = checkInput(ctx) ?? readReturnMode(ctx);
     if (refused) return refused;
     let raw: ToolResultLike;
     try {
@@ -68,7 +74,11 @@ async function decide(ctx: CallContext): Promise<Decision | { interim: ToolResul
       return fromRejection(ctx, error);
     }
     if (ctx.call.isInterim?.(raw)) return { interim: raw };
-    return decideOutput(ctx, readOutput(raw));
+    const returned = await returnModeStage(ctx, raw);
+    if ('decision' in returned) return returned.decision;
+    const output = readOutput(returned.result);
+    await noteEnvelopeDownload(ctx, output);
+    return decideOutput(ctx, output);
   } catch (error) {
     if (!(error instanceof ToolSchemaError)) throw error;
     // The server's defect is the whole answer: what the stages noted before it is dropped.
@@ -110,6 +120,9 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     }
     const placed = attachProvenance(ctx, decision);
     const answer = encodeAnswer(ctx, placed);
+    // The stored files' links follow everything else the answer says.
+    if (ctx.trailingBlocks.length > 0)
+      answer.result.content.push(...(ctx.trailingBlocks as CallToolResult['content']));
     if (listened(ctx)) report(ctx, (at) => reportAnswer(ctx, placed, answer, at));
     return answer.result;
   }

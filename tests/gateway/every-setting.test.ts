@@ -18,7 +18,11 @@ import { type CallToolResult, Client, StreamableHTTPClientTransport } from '@mod
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settingsOf } from '../../scripts/gen-config-docs.ts';
+import { signDownloadId } from '../../src/artifacts/download-ids.ts';
+import { FolderArtifactStore } from '../../src/artifacts/folder-store.ts';
+import { Keyring } from '../../src/artifacts/keyring.ts';
 import { DeterministicIds } from '../../src/ids/index.ts';
+import { callToolWithRetry } from '../../src/mcp/read-tool-result.ts';
 import { runCli } from './gateway-process.ts';
 import { BIN, initializeMessage, NODE, ROOT, type Running, startListening, stopChild } from './processes.ts';
 
@@ -513,6 +517,7 @@ beforeAll(async () => {
         },
         ledger: { enabled: false },
         logs: { enabled: false },
+        artifacts: { enabled: false },
       },
       { EVERY_SETTING_PRO_TOKEN: PRO_TOKEN },
     ).then((gateway) => {
@@ -1089,6 +1094,217 @@ describe('upstreams[].sharing', () => {
 });
 
 // ---------------------------------------------------------------------------
+// Artifacts: `downloads` with every artifact setting away from its default,
+// `kept` with a longer link lifetime, against `plain` (defaults) and `listener`
+// (artifacts off). This file stores the bytes itself, through the gateway's
+// folder and ledger file, as a producer in another process would.
+
+describe('artifacts', () => {
+  const FILE_SECRET = 'file-download-secret-0123456789abcdef';
+  /** An upstream answering with texts and images of the size asked for. */
+  const BINARY_UPSTREAM = {
+    name: 'files',
+    stdio: {
+      command: 'node',
+      args: [fileURLToPath(new URL('../fixtures/servers/binary.ts', import.meta.url))],
+    },
+  };
+  const ENV_SECRET = 'env-download-secret-0123456789abcdefgh';
+  let downloads: HttpGateway;
+  let kept: HttpGateway;
+
+  beforeAll(async () => {
+    const dir = folder('downloads');
+    mkdirSync(join(dir, 'keys'));
+    writeFileSync(join(dir, 'keys', 'download.key'), `${FILE_SECRET}\n`);
+    const started = await Promise.allSettled([
+      startHttp(
+        dir,
+        {
+          upstreams: [BINARY_UPSTREAM],
+          listen: { stdio: false, http: { port: 0 } },
+          logs: { enabled: false },
+          artifacts: {
+            // Small enough that a 10 KB text becomes an artifact (its own case is below).
+            inlineMaxBytes: 1000,
+            dir: 'files',
+            ttlMs: 7_200_000,
+            maxBytes: 65_536,
+            downloadPath: '/files',
+            publicUrl: 'https://downloads.test/base',
+            keys: [
+              { id: 'file-key', keyFile: 'keys/download.key' },
+              { id: 'env-key', keyEnv: 'EVERY_SETTING_DOWNLOAD_KEY' },
+            ],
+          },
+        },
+        { EVERY_SETTING_DOWNLOAD_KEY: ENV_SECRET },
+      ).then((gateway) => {
+        downloads = gateway;
+      }),
+      startHttp(folder('kept'), {
+        upstreams: [BINARY_UPSTREAM],
+        listen: { stdio: false, http: { port: 0 } },
+        logs: { enabled: false },
+        artifacts: { ttlMs: 10_800_000 },
+      }).then((gateway) => {
+        kept = gateway;
+      }),
+    ]);
+    const failed = started.find((start) => start.status === 'rejected');
+    if (failed) throw failed.reason;
+  }, 60_000);
+
+  /** Stores bytes in a gateway's folder and ledger file and grants a download, signed by `keyring`. */
+  async function publish(gateway: HttpGateway, dir: string, keyring: Keyring | undefined, text: string) {
+    const store = FolderArtifactStore.open({
+      dir: join(gateway.dir, dir),
+      databasePath: join(gateway.dir, 'data', 'ledger.sqlite'),
+      ...(keyring ? { keyring } : {}),
+    });
+    try {
+      const info = await store.put(Buffer.from(text), {
+        mediaType: 'text/plain',
+        owner: 'test',
+        ttlMs: 60_000,
+      });
+      const { downloadId } = await store.createGrant({
+        digest: info.digest,
+        filename: 'a.txt',
+        mediaType: 'text/plain',
+        owner: 'test',
+        ttlMs: 60_000,
+      });
+      return downloadId;
+    } finally {
+      await store.close();
+    }
+  }
+
+  const keyed = (id: string, secret: string) => Keyring.fromKeys([{ id, secret }]);
+  /** Status and error code of a download from a gateway. */
+  async function download(gateway: HttpGateway, path: string, id?: string) {
+    const response = await fetch(new URL(id === undefined ? path : `${path}?id=${id}`, gateway.url));
+    return {
+      status: response.status,
+      code: response.headers.get('x-download-error-code'),
+      body: await response.text(),
+    };
+  }
+
+  proves(['artifacts.enabled'], 'artifacts.enabled false serves no download route', async () => {
+    expect(await download(listener, '/api/download')).toMatchObject({ status: 404, code: null });
+    expect(await download(plain, '/api/download')).toMatchObject({
+      status: 400,
+      code: 'DOWNLOAD_ID_MISSING',
+    });
+  });
+
+  proves(['artifacts.downloadPath'], 'artifacts.downloadPath is where downloads are served', async () => {
+    expect(await download(downloads, '/files')).toMatchObject({ status: 400, code: 'DOWNLOAD_ID_MISSING' });
+    expect((await download(downloads, '/api/download')).code).toBeNull();
+    expect((await download(plain, '/files')).code).toBeNull();
+  });
+
+  proves(['artifacts.dir'], 'artifacts.dir is the folder downloads are served from', async () => {
+    const id = await publish(downloads, 'files', keyed('file-key', FILE_SECRET), 'from files/');
+    expect(await download(downloads, '/files', id)).toMatchObject({ status: 200, body: 'from files/' });
+    expect(existsSync(join(downloads.dir, 'files', 'blobs'))).toBe(true);
+    expect(existsSync(join(downloads.dir, 'data', 'artifacts'))).toBe(false);
+    // By default, data/artifacts, with a key generated there (by the first to sign: here, this test).
+    const plainId = await publish(plain, join('data', 'artifacts'), undefined, 'from data/artifacts/');
+    expect(await download(plain, '/api/download', plainId)).toMatchObject({
+      status: 200,
+      body: 'from data/artifacts/',
+    });
+    expect(existsSync(join(plain.dir, 'data', 'artifacts', 'keys.json'))).toBe(true);
+  });
+
+  proves(
+    ['artifacts.keys[].id', 'artifacts.keys[].keyFile', 'artifacts.keys[].keyEnv'],
+    'artifacts.keys: the keys from a file and from a variable verify ids signed with them, by id',
+    async () => {
+      const fromFile = await publish(downloads, 'files', keyed('file-key', FILE_SECRET), 'file key');
+      const fromEnv = await publish(downloads, 'files', keyed('env-key', ENV_SECRET), 'env key');
+      expect(await download(downloads, '/files', fromFile)).toMatchObject({ status: 200, body: 'file key' });
+      expect(await download(downloads, '/files', fromEnv)).toMatchObject({ status: 200, body: 'env key' });
+      // The right secret under another id, and the right id with another secret: refused.
+      const grant = fromFile.split('.')[0] as string;
+      for (const keyring of [
+        keyed('env-key', FILE_SECRET),
+        keyed('other', FILE_SECRET),
+        keyed('file-key', ENV_SECRET),
+      ]) {
+        const forged = signDownloadId(grant, Date.now() + 60_000, keyring);
+        expect(await download(downloads, '/files', forged)).toMatchObject({
+          status: 403,
+          code: 'DOWNLOAD_SIGNATURE_INVALID',
+        });
+      }
+      // A gateway with generated keys does not know them.
+      expect((await download(plain, '/api/download', fromFile)).code).toBe('DOWNLOAD_SIGNATURE_INVALID');
+    },
+  );
+
+  proves(
+    ['artifacts.ttlMs'],
+    'artifacts.ttlMs is how long a rotated-out key keeps verifying the links it signed',
+    async () => {
+      // A key retired two hours ago: past the default hour, within kept's three.
+      const retired = { id: 'kold', secret: 'r'.repeat(43) };
+      for (const gateway of [plain, kept]) {
+        const file = join(gateway.dir, 'data', 'artifacts', 'keys.json');
+        mkdirSync(join(gateway.dir, 'data', 'artifacts'), { recursive: true });
+        const stored = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : { keys: [] };
+        stored.keys.push({
+          id: retired.id,
+          secret: Buffer.from(retired.secret).toString('base64url'),
+          created_at: new Date(Date.now() - 5 * 3_600_000).toISOString(),
+          retired_at: new Date(Date.now() - 2 * 3_600_000).toISOString(),
+        });
+        writeFileSync(file, JSON.stringify(stored), { mode: 0o600 });
+      }
+      const id = signDownloadId('a'.repeat(32), Date.now() + 60_000, keyed(retired.id, retired.secret));
+      // Verified, so the store is asked (and knows no such grant) ...
+      expect((await download(kept, '/api/download', id)).code).toBe('DOWNLOAD_NOT_FOUND');
+      // ... where at the default the key is pruned and the id refused.
+      expect((await download(plain, '/api/download', id)).code).toBe('DOWNLOAD_SIGNATURE_INVALID');
+    },
+  );
+
+  /** `large_text` of `bytes` characters over HTTP, asking for a download link. */
+  async function largeText(gateway: HttpGateway, bytes: number): Promise<CallToolResult> {
+    const client = await sdkClient(gateway.url);
+    try {
+      return (await client.callTool({
+        name: 'large_text',
+        arguments: { bytes },
+        _meta: { return_mode: 'url' },
+      })) as CallToolResult;
+    } finally {
+      await client.close();
+    }
+  }
+
+  proves(['artifacts.publicUrl'], 'artifacts.publicUrl starts the download links', async () => {
+    const behind = resultOf<{ download_url: string }>(await largeText(downloads, 10_000)).download_url;
+    expect(behind).toMatch(/^https:\/\/downloads\.test\/base\/files\?id=/);
+    // The proxy's address mapped back to the gateway's: the link works.
+    const served = await fetch(behind.replace('https://downloads.test/base', new URL(downloads.url).origin));
+    expect([served.status, (await served.text()).length]).toEqual([200, 10_000]);
+    // By default, links start with the listener's own address.
+    const own = resultOf<{ download_url: string }>(await largeText(kept, 2_000_000)).download_url;
+    expect(own.startsWith(`${new URL(kept.url).origin}/api/download?id=`)).toBe(true);
+  });
+
+  proves(['artifacts.maxBytes'], 'artifacts.maxBytes is the largest artifact stored', async () => {
+    // 100 KB: over downloads' 64 KiB, refused; 2 MB at the default (256 MiB): stored.
+    expect(errorOf(await largeText(downloads, 100_000))?.code).toBe('TOO_LARGE');
+    expect(resultOf<{ size_bytes: number }>(await largeText(kept, 2_000_000)).size_bytes).toBe(2_000_000);
+  });
+});
+
+// ---------------------------------------------------------------------------
 // Signing: a gateway per way of giving the key, against `plain`, which has none
 
 describe('signing', () => {
@@ -1163,4 +1379,214 @@ describe('signing', () => {
     const body = readFileSync(join(keys, 'gateway.private.pem'), 'utf8').split('\n')[1] as string;
     expect(fromEnv.text() + fromFile.text()).not.toContain(body);
   });
+});
+
+// ---------------------------------------------------------------------------
+// Rate limits: one gateway with a rule per way of scoping a bucket, two callers
+// (bearer tokens A and B). Buckets keep their state from case to case, in order.
+
+describe('rateLimits', () => {
+  const RATE_META = 'mcp-envelope/rate_limit';
+  const LONG = 600_000;
+  /** Long enough that two calls made one after the other fall in one window, even on a loaded machine. */
+  const QUICK_MS = 4000;
+  interface RateInfo {
+    limit: number;
+    remaining: number;
+    reset_at: string;
+    bucket: string;
+  }
+  let metered: HttpGateway;
+  let a: Client;
+  let b: Client;
+
+  beforeAll(async () => {
+    metered = await startHttp(folder('rate-limits'), {
+      upstreams: [probe('metered'), probe('spare')],
+      listen: { stdio: false, http: { port: 0 } },
+      auth: {
+        tokens: [
+          { token: A_TOKEN, tier: 'pro' },
+          { token: B_TOKEN, tier: 'pro' },
+        ],
+      },
+      ledger: { enabled: false },
+      logs: { enabled: false },
+      rateLimits: [
+        // Per caller (the default), every tool of one upstream.
+        { bucket: 'metered:calls', limit: 2, windowMs: LONG, upstream: 'metered' },
+        // One bucket for every caller, one tool of every upstream.
+        { bucket: 'headers:everyone', limit: 1, windowMs: LONG, per: 'global', tool: 'headers' },
+        // One call a second.
+        { bucket: 'whoami:quick', limit: 1, windowMs: QUICK_MS, upstream: 'spare', tool: 'whoami' },
+      ],
+    });
+    [a, b] = await Promise.all([sdkClient(metered.url, A_TOKEN), sdkClient(metered.url, B_TOKEN)]);
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+  });
+
+  const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
+    client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+  /** The binding bucket's metadata: prov-v0.1 puts it in `_meta` on a success, in the error's details on a denial. */
+  const rateOf = (result: CallToolResult) =>
+    (result.isError ? errorOf(result)?.details : result._meta?.[RATE_META]) as RateInfo | undefined;
+
+  proves(
+    ['rateLimits[].limit', 'rateLimits[].upstream'],
+    'rateLimits[].limit admits that many calls, then RATE_LIMITED; .upstream counts only its upstream',
+    async () => {
+      const admitted = [await call(a, 'metered__echo', { text: 'first' }), await call(a, 'metered__whoami')];
+      expect(resultOf(admitted[0])).toBe('first');
+      expect(admitted.map((result) => rateOf(result)?.remaining)).toEqual([1, 0]);
+      expect(rateOf(admitted[0] as CallToolResult)?.limit).toBe(2);
+      const denied = await call(a, 'metered__echo', { text: 'third' });
+      expect(denied.isError).toBe(true);
+      expect(errorOf(denied)).toMatchObject({ code: 'RATE_LIMITED', retryable: true });
+      // The same tools of another upstream: no rule applies, nothing is counted or said.
+      for (const text of ['one', 'two', 'three']) {
+        const free = await call(a, 'spare__echo', { text });
+        expect(resultOf(free)).toBe(text);
+        expect(rateOf(free)).toBeUndefined();
+      }
+    },
+  );
+
+  proves(
+    ['rateLimits[].per'],
+    'rateLimits[].per: a bucket per bearer token by default, one shared by every caller when global',
+    async () => {
+      // A has emptied its metered:calls bucket (above); B's is its own.
+      const own = await call(b, 'metered__echo', { text: 'b' });
+      expect(resultOf(own)).toBe('b');
+      expect(rateOf(own)).toMatchObject({ bucket: 'metered:calls', remaining: 1 });
+      expect(errorOf(await call(a, 'metered__echo', { text: 'a' }))?.code).toBe('RATE_LIMITED');
+      // Global: A's call takes the one call B would have had.
+      expect(rateOf(await call(a, 'spare__headers'))).toMatchObject({
+        bucket: 'headers:everyone',
+        remaining: 0,
+      });
+      const shared = await call(b, 'spare__headers');
+      expect(errorOf(shared)?.code).toBe('RATE_LIMITED');
+      expect(rateOf(shared)?.bucket).toBe('headers:everyone');
+    },
+  );
+
+  proves(
+    ['rateLimits[].tool'],
+    'rateLimits[].tool counts only calls of that tool, on every upstream when none is named',
+    async () => {
+      // headers:everyone is empty (above): headers is refused on the other upstream too ...
+      const other = await call(b, 'metered__headers');
+      expect(errorOf(other)?.code).toBe('RATE_LIMITED');
+      expect(rateOf(other)?.bucket).toBe('headers:everyone');
+      // ... while another tool of the same upstream is not counted.
+      const echo = await call(b, 'spare__echo', { text: 'still' });
+      expect(resultOf(echo)).toBe('still');
+      expect(rateOf(echo)).toBeUndefined();
+    },
+  );
+
+  proves(
+    ['rateLimits[].windowMs'],
+    'rateLimits[].windowMs is how long a bucket takes to refill',
+    async () => {
+      const before = Date.now();
+      const quick = await call(a, 'spare__whoami');
+      const after = Date.now();
+      // Full again one window after the call.
+      const full = Date.parse(rateOf(quick)?.reset_at as string);
+      expect(full - before).toBeGreaterThanOrEqual(QUICK_MS);
+      expect(full - after).toBeLessThanOrEqual(QUICK_MS);
+      const denied = await call(a, 'spare__whoami');
+      expect(errorOf(denied)?.code).toBe('RATE_LIMITED');
+      // Waiting until the denial's reset_at, the bucket has refilled: the retry gets in.
+      const retried = await callToolWithRetry(a, { name: 'spare__whoami', arguments: {} });
+      expect(retried.ok).toBe(true);
+      // metered:calls refills over ten minutes: its reset_at is further away than the 30 s a retry waits.
+      const stuck = await callToolWithRetry(a, { name: 'metered__whoami', arguments: {} });
+      expect(stuck.ok).toBe(false);
+      expect(stuck.attempts).toBe(1);
+      expect(Date.parse(rateOf(stuck.result)?.reset_at as string) - Date.now()).toBeGreaterThan(60_000);
+    },
+  );
+
+  proves(
+    ['rateLimits[].bucket'],
+    "rateLimits[].bucket names the bucket in an answer's rate metadata",
+    async () => {
+      const answers = [
+        await call(b, 'metered__whoami'),
+        await call(b, 'spare__whoami'),
+        await call(b, 'spare__headers'),
+        await call(b, 'spare__echo', { text: 'x' }),
+      ];
+      expect(answers.map((answer) => [answer.isError ?? false, rateOf(answer)?.bucket])).toEqual([
+        [false, 'metered:calls'],
+        [false, 'whoami:quick'],
+        [true, 'headers:everyone'],
+        // No rule applies: no bucket to name.
+        [false, undefined],
+      ]);
+    },
+  );
+});
+
+describe('return modes (artifacts.inlineMaxBytes, artifacts.defaultReturnMode)', () => {
+  const BINARY = fileURLToPath(new URL('../fixtures/servers/binary.ts', import.meta.url));
+  const files = { name: 'files', stdio: { command: 'node', args: [BINARY] } };
+  /** Everything at its default; and both settings away from theirs. */
+  let defaulted: StdioGateway;
+  let varied: StdioGateway;
+
+  beforeAll(async () => {
+    [defaulted, varied] = await Promise.all([
+      startStdio(folder('artifacts-defaults'), { upstreams: [files] }),
+      startStdio(folder('artifacts-varied'), {
+        upstreams: [files],
+        artifacts: { inlineMaxBytes: 1000, defaultReturnMode: 'base64' },
+      }),
+    ]);
+  }, 60_000);
+
+  /** The envelope's result: the tool's content blocks (the image's replaced by a descriptor's text, or not). */
+  const payload = (result: CallToolResult) => resultOf<{ type: string; text?: string }[]>(result);
+
+  proves(
+    ['artifacts.inlineMaxBytes'],
+    'artifacts.inlineMaxBytes stores a larger text as an artifact',
+    async () => {
+      const asked = { return_mode: 'url' };
+      // 4000 characters: within the default 1 MiB, over 1000.
+      expect(resultOf(await defaulted.call('large_text', { bytes: 4000 }, asked))).toBe('x'.repeat(4000));
+      const stored = resultOf<{ return_mode: string; size_bytes: number; content_type: string }>(
+        await varied.call('large_text', { bytes: 4000 }, asked),
+      );
+      // Over stdio there is no download URL: `url` falls back to mcp_resource.
+      expect(stored).toMatchObject({
+        return_mode: 'mcp_resource',
+        size_bytes: 4000,
+        content_type: 'text/plain',
+      });
+      expect(resultOf(await varied.call('large_text', { bytes: 900 }, asked))).toBe('x'.repeat(900));
+    },
+  );
+
+  proves(
+    ['artifacts.defaultReturnMode'],
+    'artifacts.defaultReturnMode is the mode of an oversized result whose caller names none',
+    async () => {
+      // A caller that names no mode keeps a small image inline, whatever the default.
+      expect(payload(await defaulted.call('image'))[1]).toMatchObject({ type: 'image' });
+      // Over the default 1 MiB: stored, in the default mode (url, which stdio serves as mcp_resource).
+      const stored = resultOf<{ return_mode: string }>(
+        await defaulted.call('large_text', { bytes: 1_100_000 }),
+      );
+      expect(stored).toMatchObject({ return_mode: 'mcp_resource' });
+      // Over this gateway's 1000, with base64 as its default: left inline.
+      expect(resultOf(await varied.call('large_text', { bytes: 4000 }))).toBe('x'.repeat(4000));
+    },
+  );
 });

@@ -70,8 +70,13 @@ describe('bin/mcp-envelope gateway over HTTP, in front of the example servers', 
     expect(names).toEqual(
       expect.arrayContaining(['legacy__plain_text', 'legacy__echo', 'envelopes__word_count', 'python__add']),
     );
-    expect(names.every((name) => /^(legacy|envelopes|python)__\w+$/.test(name))).toBe(true);
-    const byUpstream = { legacy: 'prov-v0.1', envelopes: 'prov-v0.1', python: 'hosted-v2' } as const;
+    expect(names.every((name) => /^(legacy|envelopes|python|templates)__\w+$/.test(name))).toBe(true);
+    const byUpstream = {
+      legacy: 'prov-v0.1',
+      envelopes: 'prov-v0.1',
+      python: 'hosted-v2',
+      templates: 'hosted-v2',
+    } as const;
     for (const tool of tools) {
       const upstream = tool.name.split('__')[0] as keyof typeof byUpstream;
       expect(tool.outputSchema, tool.name).toEqual(outputSchemaFor(byUpstream[upstream]));

@@ -28,6 +28,53 @@ interface PublicNames {
 }
 
 const SUBPATHS: Record<string, PublicNames> = {
+  artifacts: {
+    values: [
+      'DOWNLOAD_ID_MAX_LENGTH',
+      'FolderArtifactStore',
+      'KEYS_FILE',
+      'Keyring',
+      'MIN_SECRET_BYTES',
+      'contentDisposition',
+      'createDownloadHandler',
+      'isMediaType',
+      'openArtifactService',
+      'parseRange',
+      'resolveDownload',
+      'sanitizeFilename',
+      'signDownloadId',
+      'verifyDownloadId',
+    ],
+    types: [
+      'ArtifactInfo',
+      'ArtifactService',
+      'ArtifactServiceOptions',
+      'ArtifactSource',
+      'ArtifactStore',
+      'ByteRange',
+      'DownloadGrant',
+      'DownloadHandler',
+      'DownloadHandlerOptions',
+      'DownloadIdCheck',
+      'DownloadIdFailure',
+      'DownloadIdKeys',
+      'DownloadResolution',
+      'FolderKeyringOptions',
+      'FolderStoreOptions',
+      'GrantOptions',
+      'GrantRequest',
+      'GrantStore',
+      'GrantedArtifact',
+      'IssuedGrant',
+      'KeySpec',
+      'KeyringKey',
+      'PutOptions',
+      'ResolvedGrant',
+      'ReturnMode',
+      'Rotation',
+      'SigningKey',
+    ],
+  },
   canonical: {
     values: [
       'DIGEST_ALGORITHMS',
@@ -297,14 +344,27 @@ const SUBPATHS: Record<string, PublicNames> = {
       'VerifyVerdict',
     ],
   },
+  ratelimit: {
+    values: ['DEFAULT_MAX_KEYS', 'MemoryRateCounters', 'RateLimiter', 'rateLimitInfo', 'retryAfterSeconds'],
+    types: [
+      'MemoryRateCountersOptions',
+      'RateCheck',
+      'RateCounters',
+      'RateDecision',
+      'RateLimitRule',
+      'RateLimiterOptions',
+      'RateRule',
+      'RateSubject',
+    ],
+  },
   schemas: {
     values: ['BUNDLED_SCHEMAS', 'SCHEMA_IDS', 'SchemaRegistry', 'defaultRegistry', 'schemaError'],
     types: ['BundledSchema', 'SchemaIssue', 'ValidationResult', 'Validator'],
   },
 };
 
-/** The root gathers every layer except the two that load the MCP SDK or node:sqlite. */
-const OFF_ROOT = ['mcp', 'ledger'];
+/** The root gathers every layer except those that load the MCP SDK or node:sqlite. */
+const OFF_ROOT = ['mcp', 'ledger', 'artifacts'];
 
 function rootNames(): PublicNames {
   const layers = Object.entries(SUBPATHS).filter(([name]) => !OFF_ROOT.includes(name));

@@ -20,6 +20,7 @@ interface ProxyOptions {
   name?: string;
   logs?: string;
   ledger?: string;
+  artifacts?: string;
   invalidInput: string;
   env?: string[];
 }
@@ -140,6 +141,10 @@ export const registerProxy: Registrar = (program, invocation) => {
     )
     .option('--ledger <file>', 'store provenance records in this SQLite file')
     .option(
+      '--artifacts <dir>',
+      'keep files from tool results in DIR, handed out as download links, inline or as resources as each caller asks (return_mode)',
+    )
+    .option(
       '--env <name[=value]>',
       "give the upstream this variable, NAME=VALUE or NAME for this process's own (repeatable); otherwise it inherits only a safe base (PATH, HOME, locale, temp dir)",
       collect,
@@ -187,6 +192,7 @@ export const registerProxy: Registrar = (program, invocation) => {
               })),
             },
             ledger: options.ledger ? { path: options.ledger } : { enabled: false },
+            artifacts: options.artifacts ? { dir: options.artifacts } : { enabled: false },
             logs: options.logs ? { dir: options.logs } : { enabled: false },
             ids: options.deterministicIds === undefined ? {} : { seed: options.deterministicIds },
           },

@@ -12,6 +12,7 @@ import {
   extraMembers,
   fromText,
   isJsonObject,
+  isRateLimitInfo,
   LossReport,
   payloadMember,
   reportErrorsBeyondFirst,
@@ -27,6 +28,9 @@ import {
  * produce ids outside that pattern. Detection accepts `^req_[A-Za-z0-9_-]+$`,
  * so the suite's real output is recognised; ids this codec generates keep to
  * the strict pattern, so they satisfy both.
+ *
+ * The suite's error object is open: an error's rate metadata travels there as
+ * `rate_limit`, the member hosted servers use; a success has no place for it.
  */
 
 export const A11Y_ENVELOPE = 'mcp.envelope_v0_1';
@@ -104,8 +108,12 @@ function decode(value: unknown): NormalizedResult {
     const { code, native } = decodeErrorCode(spelled, 'a11y-v0.1');
     const error: NormalizedError = { code, message, retriable: defaultRetriable(code) };
     if (native) error.native = native;
+    // Rate metadata is the model's meta.rate_limit; encoding puts it back in the error.
+    const { rate_limit: rateLimit, ...others } = rest;
+    const own = isRateLimitInfo(rateLimit) ? others : rest;
+    if (isRateLimitInfo(rateLimit)) model.meta = { ...model.meta, rate_limit: rateLimit };
     // `fix` and any member a server adds to its error travel as details.
-    if (Object.keys(rest).length > 0) error.details = rest;
+    if (Object.keys(own).length > 0) error.details = own;
     model.error = error;
   }
   return model;
@@ -162,6 +170,11 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
       else if (key !== 'code' && key !== 'message') out[key] = value;
       else losses.add(`/error/details/${key}`, `"${key}" is a member of the suite's error itself`);
     }
+    if (meta.rate_limit !== undefined) {
+      if ('rate_limit' in out && out.rate_limit !== meta.rate_limit)
+        losses.add('/meta/rate_limit', 'the error already has a "rate_limit"');
+      else out.rate_limit = meta.rate_limit;
+    }
     if (error.retriable !== defaultRetriable(error.code))
       losses.add('/error/retriable', "the suite's errors carry no retriable flag");
     envelope.error = out;
@@ -182,11 +195,12 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
     'tool_version',
     'capabilities',
     'upgrade_hints',
-    'rate_limit',
     'schema_hints',
   ] as const) {
     losses.ifPresent(meta[key], `/meta/${key}`, `the suite's envelopes have no ${key}`);
   }
+  if (model.ok)
+    losses.ifPresent(meta.rate_limit, '/meta/rate_limit', "the suite's successes have no rate_limit");
   return { value: envelope, losses: losses.losses };
 }
 

@@ -10,6 +10,7 @@ import {
   extraMembers,
   fromText,
   isJsonObject,
+  isRateLimitInfo,
   LossReport,
   payloadMember,
   reportErrorsBeyondFirst,
@@ -89,19 +90,6 @@ function isHint(value: unknown): value is UpgradeHint {
   );
 }
 
-/** Rate metadata has the three members the guide names (extra members are kept). */
-function isRateLimit(value: unknown): value is RateLimitInfo {
-  return (
-    isJsonObject(value) &&
-    'limit' in value &&
-    'remaining' in value &&
-    'reset_at' in value &&
-    (value.limit === null || typeof value.limit === 'number') &&
-    (value.remaining === null || typeof value.remaining === 'number') &&
-    (value.reset_at === null || typeof value.reset_at === 'string')
-  );
-}
-
 /** The rate metadata of an envelope, wherever the server put it. */
 function hostedRateLimit(envelope: Record<string, unknown>): RateLimitInfo | undefined {
   const error = envelope.error;
@@ -112,7 +100,7 @@ function hostedRateLimit(envelope: Record<string, unknown>): RateLimitInfo | und
     isJsonObject(data) ? data.rate_limit : undefined,
     envelope.rate_limit,
   ]) {
-    if (isRateLimit(candidate)) return candidate;
+    if (isRateLimitInfo(candidate)) return candidate;
   }
   return undefined;
 }

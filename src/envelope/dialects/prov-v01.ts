@@ -185,6 +185,8 @@ function decode(value: unknown): NormalizedResult {
     // Flat rate metadata becomes the model's; encoding writes it back flat.
     if (rateLimit !== undefined && model.error.details !== undefined) {
       for (const key of RATE_LIMIT_DETAILS) delete model.error.details[key];
+      // Details that held only the rate metadata were made for it: the error has none of its own.
+      if (Object.keys(model.error.details).length === 0) delete model.error.details;
     }
   }
   if (errors !== undefined) model.errors = errors;

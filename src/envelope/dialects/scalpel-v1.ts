@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SCHEMA_IDS } from '../../schemas/index.ts';
 import type { DialectCodec, EncodeContext, Encoded } from '../dialect.ts';
-import type { NormalizedError, NormalizedResult, UpgradeHint } from '../model.ts';
+import type { NormalizedError, NormalizedResult, RateLimitInfo, UpgradeHint } from '../model.ts';
 import {
   assertDetected,
   bundledSchema,
@@ -12,6 +12,7 @@ import {
   extraMembers,
   fromText,
   isJsonObject,
+  isRateLimitInfo,
   LossReport,
   payloadMember,
   reportErrorsBeyondFirst,
@@ -24,6 +25,9 @@ import {
  * `minimal` profile leaves out all of them), and adds `warnings` (strings).
  * A null member decodes to an absent one; warnings become `SCALPEL.WARNING`
  * entries and are written back as strings. Members a server adds are kept.
+ * An error's rate metadata travels in `error_details.rate_limit` (the details
+ * are open; the contract has no member of its own for it), as hosted servers
+ * carry theirs; a success has no place for it.
  */
 
 /** The code a Code Scalpel warning (a bare string) has in the model. */
@@ -131,7 +135,17 @@ function decode(value: unknown): NormalizedResult {
     const { code, native } = decodeErrorCode(envelope.error.error_code, 'scalpel-v1');
     const error: NormalizedError = { code, message: envelope.error.error, retriable: defaultRetriable(code) };
     if (native) error.native = native;
-    if (envelope.error.error_details !== null) error.details = envelope.error.error_details;
+    const details = envelope.error.error_details;
+    if (details !== null) {
+      const { rate_limit: rateLimit, ...rest } = details;
+      // Rate metadata in the details is the model's meta.rate_limit; encoding puts it back there.
+      if (isRateLimitInfo(rateLimit)) {
+        model.meta = { ...model.meta, rate_limit: rateLimit };
+        if (Object.keys(rest).length > 0) error.details = rest;
+      } else {
+        error.details = details;
+      }
+    }
     model.error = error;
   }
   return model;
@@ -141,16 +155,25 @@ function generatedRequestId(): string {
   return randomUUID().replaceAll('-', '');
 }
 
-function encodeError(error: NormalizedError, losses: LossReport): NonNullable<ScalpelEnvelope['error']> {
+function encodeError(
+  error: NormalizedError,
+  losses: LossReport,
+  rateLimit: RateLimitInfo | undefined,
+): NonNullable<ScalpelEnvelope['error']> {
   let details: Record<string, unknown> | null = null;
-  if (error.details !== undefined) {
+  if (error.details !== undefined || rateLimit !== undefined) {
     details = {};
-    for (const [key, value] of Object.entries(error.details)) {
+    for (const [key, value] of Object.entries(error.details ?? {})) {
       if (CODE_CONTENT_KEYS.has(key)) {
         losses.add(`/error/details/${key}`, 'withheld: error responses never include code contents');
       } else {
         details[key] = value;
       }
+    }
+    if (rateLimit !== undefined) {
+      if ('rate_limit' in details && details.rate_limit !== rateLimit)
+        losses.add('/meta/rate_limit', 'error_details already has a "rate_limit"');
+      else details.rate_limit = rateLimit;
     }
   }
   if (error.retriable !== defaultRetriable(error.code))
@@ -193,6 +216,7 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
     envelope.error = encodeError(
       model.error ?? { code: 'INTERNAL_ERROR', message: 'The tool reported a failure.', retriable: false },
       losses,
+      meta.rate_limit,
     );
   }
   reportErrorsBeyondFirst(model, losses);
@@ -204,7 +228,8 @@ function encode(model: NormalizedResult, context: EncodeContext = {}): Encoded {
   losses.ifPresent(model.provenance, '/provenance', 'Code Scalpel envelopes have no provenance');
   losses.ifPresent(meta.adapter, '/meta/adapter', 'Code Scalpel envelopes have no adapter field');
   losses.ifPresent(meta.schema_hints, '/meta/schema_hints', 'Code Scalpel envelopes have no schema hints');
-  losses.ifPresent(meta.rate_limit, '/meta/rate_limit', 'Code Scalpel envelopes have no rate metadata');
+  if (model.ok)
+    losses.ifPresent(meta.rate_limit, '/meta/rate_limit', 'a Code Scalpel success has no rate metadata');
   losses.ifPresent(meta.client, '/meta/client', 'Code Scalpel envelopes have no client field');
   // Keep the member order of the contract's examples.
   const ordered = {

@@ -9,7 +9,7 @@ import {
 } from '../../errors/index.ts';
 import { BUNDLED_SCHEMAS, defaultRegistry } from '../../schemas/index.ts';
 import type { Detection, DialectId, Loss } from '../dialect.ts';
-import type { NormalizedError, NormalizedResult } from '../model.ts';
+import type { NormalizedError, NormalizedResult, RateLimitInfo } from '../model.ts';
 
 /** Helpers every codec shares: schema lookup and detection, error spellings, losses. */
 
@@ -124,6 +124,22 @@ export function encodeErrorCode(
 
 export function defaultRetriable(code: string): boolean {
   return describeErrorCode(code).retriable;
+}
+
+/**
+ * Rate metadata: the three members the hosted guide names (`limit`, `remaining`,
+ * `reset_at`), each null or of its type; a `bucket` and other members are kept.
+ */
+export function isRateLimitInfo(value: unknown): value is RateLimitInfo {
+  return (
+    isJsonObject(value) &&
+    'limit' in value &&
+    'remaining' in value &&
+    'reset_at' in value &&
+    (value.limit === null || typeof value.limit === 'number') &&
+    (value.remaining === null || typeof value.remaining === 'number') &&
+    (value.reset_at === null || typeof value.reset_at === 'string')
+  );
 }
 
 /** Collects losses while encoding. */

@@ -5,6 +5,7 @@ import { FeatureGate } from '../../envelope/tiers.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import type { IdSource } from '../../ids/index.ts';
 import type { Ledger } from '../../ledger/index.ts';
+import type { ArtifactSink } from '../../mcp/pipeline/return-mode.ts';
 import {
   answeredAt,
   type CallSummary,
@@ -13,9 +14,13 @@ import {
   type PipelineOptions,
   type PipelineTool,
   relayedSummary,
+  type ToolCall,
   thrownSummary,
   type UnenforcedCall,
 } from '../../mcp/pipeline.ts';
+import type { RateDecision } from '../../ratelimit/gcra.ts';
+import { type RateCheck, RateLimiter, type RateLimitRule } from '../../ratelimit/limiter.ts';
+import { passthroughMode, passthroughReturnMode, splitReturnMode } from '../artifacts/return-modes.ts';
 import type { CallLog, CallLogFacts, CallTransport } from '../operations/call-log.ts';
 import type { GatewayTiers, UpstreamConfig } from '../operations/config.ts';
 import { isRoundSignal } from '../relay/input-required.ts';
@@ -25,6 +30,12 @@ import {
   type ToolCallContext,
   type ToolCallHandler,
 } from '../relay/relay.ts';
+import {
+  deniedPassthrough,
+  type RateLimitedListener,
+  rateLimitedListener,
+  withRateMeta,
+} from './rate-limits.ts';
 
 /**
  * What the gateway does to every tools/call: per upstream, either pass the
@@ -44,6 +55,12 @@ export interface EnforcementOptions {
   callLog?: CallLog;
   /** The tier order and the anonymous tier; with it, each upstream's tier rules gate its tools. */
   tiers?: GatewayTiers;
+  /** Token buckets on tools/call, one limiter for every transport and upstream; default none. */
+  rateLimits?: readonly RateLimitRule[];
+  /** The rate limiter's clock, in epoch milliseconds; default Date.now. */
+  now?: () => number;
+  /** Where results' files go, as each caller's return mode asks; default none (results stay inline). */
+  artifacts?: ArtifactSink;
   /** Version recorded in provenance as the gateway's. */
   version: string;
   /** Where failures of the log or the ledger are reported; they never fail a call. */
@@ -65,6 +82,19 @@ function withProvenanceDefaults(meta: Record<string, unknown> | undefined, confi
   };
 }
 
+/** The one caller of a stdio gateway, for rate limits kept per caller. */
+export const LOCAL_PRINCIPAL = 'local';
+
+/**
+ * Who calls, for rate limits: what the HTTP server named the caller (its bearer
+ * token, else its remote address), else the one local caller of stdio.
+ */
+function principalOf(context: ToolCallContext, transport: CallTransport): string {
+  const principal = context.authInfo?.extra?.principal;
+  if (typeof principal === 'string') return principal;
+  return transport === 'stdio' ? LOCAL_PRINCIPAL : 'anonymous';
+}
+
 /** The tier a bearer token gave the caller; undefined for callers no token authenticated. */
 function tierOf(context: ToolCallContext): string | undefined {
   const tier = context.authInfo?.extra?.tier;
@@ -74,11 +104,16 @@ function tierOf(context: ToolCallContext): string | undefined {
 export class Enforcement {
   readonly #routes = new Map<string, Route>();
   readonly #options: EnforcementOptions;
+  /** Shared by every route and transport, so a bucket counts a caller's calls however they come. */
+  readonly #limiter: RateLimiter;
+  /** Calls whose HTTP server wants to hear of a denial (for its Retry-After header). */
+  readonly #denialListeners = new WeakMap<ToolCall, RateLimitedListener>();
   /** Call-log lines to write once their answers have gone. */
   readonly #waiting = new Set<() => void>();
 
   constructor(options: EnforcementOptions) {
     this.#options = options;
+    this.#limiter = new RateLimiter(options.rateLimits ?? [], options.now ? { now: options.now } : {});
     for (const config of options.upstreams) {
       const pipeline =
         config.dialect === 'passthrough'
@@ -94,9 +129,24 @@ export class Enforcement {
               // Signed in the pipeline, before the answer and the ledger each get the record.
               ...(config.provenance.signingKey ? { signingKey: config.provenance.signingKey } : {}),
               ...(options.tiers ? this.#tierGate(config, options.tiers) : {}),
+              ...(options.artifacts ? { artifacts: options.artifacts } : {}),
+              // Always set: hosted-v2 answers carry the null placeholder when no rule applies.
+              rateLimit: (call) => this.#checkRate(call, config.name),
             });
       this.#routes.set(config.name, { config, pipeline });
     }
+  }
+
+  /** The pipeline's rate check for a call to `upstream`; a denial is told to the call's listener. */
+  #checkRate(call: ToolCall, upstream: string): RateCheck {
+    const checked = this.#limiter.check({ principal: call.principal, upstream, tool: call.tool.name });
+    const listener = this.#denialListeners.get(call);
+    if (!listener) return checked;
+    const tell = (decision: RateDecision | null) => {
+      if (decision && !decision.allowed) listener(decision);
+      return decision;
+    };
+    return checked instanceof Promise ? checked.then(tell) : tell(checked);
   }
 
   /** A tool's name as clients call it: namespaced when the gateway fronts several upstreams. */
@@ -158,11 +208,47 @@ export class Enforcement {
             this.#file(summary, facts);
           }
         : undefined;
+      const principal = principalOf(context, transport);
+      // `_meta.return_mode` is the gateway's: upstreams never see it.
+      const { forwarded, asked } = splitReturnMode(params);
       try {
         if (target?.pipeline) {
-          return await this.#enforce(target.config, target.pipeline, params, invokeUpstream, context, report);
+          return await this.#enforce(
+            target.config,
+            target.pipeline,
+            forwarded,
+            invokeUpstream,
+            context,
+            principal,
+            report,
+            asked,
+          );
         }
-        const result = await invokeUpstream(params);
+        const mode = passthroughMode(this.#options.artifacts, context.tool, forwarded, asked);
+        const checked = this.#limiter.check({ principal, upstream: context.upstream, tool: params.name });
+        const decision = checked instanceof Promise ? await checked : checked;
+        if (decision && !decision.allowed) {
+          rateLimitedListener(context.authInfo)?.(decision);
+          const denied = deniedPassthrough(decision);
+          if (report) {
+            const at = answeredAt(call.signal);
+            report(() => relayedSummary(call, denied, at));
+          }
+          return denied;
+        }
+        const upstreamResult = await invokeUpstream(forwarded);
+        const relayed =
+          mode && this.#options.artifacts && !isInputRequiredResult(upstreamResult)
+            ? await passthroughReturnMode(upstreamResult, {
+                sink: this.#options.artifacts,
+                mode,
+                owner: principal,
+                tool: params.name,
+                ...(this.#options.onError ? { onError: this.#options.onError } : {}),
+              })
+            : upstreamResult;
+        const result =
+          decision && !isInputRequiredResult(relayed) ? withRateMeta(relayed, decision) : relayed;
         // A 2026-07-28 call that waits for client input is reported once, when it is over.
         if (report && !isInputRequiredResult(result)) {
           const at = answeredAt(call.signal);
@@ -187,7 +273,9 @@ export class Enforcement {
     params: CallToolParams,
     invokeUpstream: (params: CallToolParams) => Promise<CallToolResult>,
     context: ToolCallContext,
+    principal: string,
     report: ((summary: () => CallSummary) => void) | undefined,
+    returnMode: unknown,
   ): Promise<CallToolResult> {
     const described = context.tool;
     const down = context.unavailable;
@@ -216,9 +304,11 @@ export class Enforcement {
     // but its _meta (progress tokens and the like) still reaches the upstream.
     const meta = config.provenance.enabled ? withProvenanceDefaults(params._meta, config) : undefined;
     const tier = tierOf(context);
-    return pipeline.callTool({
+    const call: ToolCall = {
       tool,
       ...(tier === undefined ? {} : { tier }),
+      principal,
+      ...(returnMode === undefined ? {} : { returnMode }),
       arguments: params.arguments,
       meta,
       invoke: described
@@ -229,7 +319,10 @@ export class Enforcement {
       isInterim: isInputRequiredResult,
       isProtocolSignal: isRoundSignal,
       ...(report ? { report } : {}),
-    });
+    };
+    const listener = rateLimitedListener(context.authInfo);
+    if (listener) this.#denialListeners.set(call, listener);
+    return pipeline.callTool(call);
   }
 
   /**

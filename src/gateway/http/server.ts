@@ -10,6 +10,7 @@ import type { AuthInfo } from '@modelcontextprotocol/server';
 import { isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../defaults.ts';
+import { RATE_LIMITED_LISTENER, retryAfterOnDenial } from '../enforcement/rate-limits.ts';
 import { readInbound } from '../jsonrpc/inbound.ts';
 import { errorResponse } from '../jsonrpc/messages.ts';
 import { arrange, type GatewayOptions } from '../relay/client-session.ts';
@@ -70,6 +71,11 @@ export interface HttpGatewayOptions extends OriginPolicy {
   mode?: string;
   title?: string;
   onError?: (error: unknown) => void;
+  /**
+   * Downloads of artifacts (`GET <path>?id=…`). No bearer token is asked: the
+   * signed id is the capability. Host and Origin checks apply as everywhere.
+   */
+  downloads?: { path: string; handler: (req: IncomingMessage, res: ServerResponse) => Promise<void> };
 }
 
 export interface HttpGateway {
@@ -172,9 +178,17 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   });
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse, principal?: Principal): Promise<void> {
-    const authInfo: AuthInfo | undefined = principal
-      ? { token: principal.tokenId, clientId: principal.tokenId, scopes: [], extra: { tier: principal.tier } }
-      : undefined;
+    // `extra.principal` names the caller for rate limits: its token, else (anonymous) its address.
+    // Anonymous callers keep the empty client id, so they still share upstreams as before.
+    const extra: Record<string, unknown> = { principal: ownerOf(req, principal) };
+    const authInfo: AuthInfo = principal
+      ? {
+          token: principal.tokenId,
+          clientId: principal.tokenId,
+          scopes: [],
+          extra: { tier: principal.tier, ...extra },
+        }
+      : { token: '', clientId: '', scopes: [], extra };
     const sessionId = req.headers['mcp-session-id'];
     const method = req.method ?? 'GET';
 
@@ -217,6 +231,9 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         return;
       }
       body = inbound.value;
+      // A denied tools/call answered alone gets a Retry-After header (JSON responses).
+      const onRateLimited = retryAfterOnDenial(req, res, body);
+      if (onRateLimited && authInfo.extra) authInfo.extra[RATE_LIMITED_LISTENER] = onRateLimited;
     }
 
     if (typeof sessionId === 'string') {
@@ -307,6 +324,10 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       });
       return;
     }
+    if (options.downloads && path === options.downloads.path && path !== mcpPath) {
+      await options.downloads.handler(req, res);
+      return;
+    }
     if (path !== mcpPath) {
       // The root says where things are; anything else is unknown.
       if (path === '/' && (req.method === 'GET' || req.method === 'HEAD')) {
@@ -314,6 +335,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
           mcp: mcpPath,
           page: `GET ${mcpPath} with Accept: text/html (a browser) shows the tools and how to connect`,
           health: '/healthz',
+          ...(options.downloads ? { download: `${options.downloads.path}?id=<download id>` } : {}),
         });
         return;
       }

@@ -4,13 +4,14 @@
  * into a fully-defaulted, path-resolved object so that the rest of the gateway
  * never has to ask "was this set?".
  */
-import type { KeyObject } from 'node:crypto';
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseJsonBytes } from '../../canonical/index.ts';
 import { EnvelopeError, isEnvelopeError } from '../../errors/index.ts';
 import { encodePointer } from '../../pointer/json-pointer.ts';
 import { keyIdFor, loadPrivateKey } from '../../provenance/integrity.ts';
+import type { RateLimitRule } from '../../ratelimit/limiter.ts';
 import schema from '../../schemas/data/gateway.config.schema.json' with { type: 'json' };
 import { defaultRegistry, type SchemaIssue } from '../../schemas/index.ts';
 import {
@@ -30,6 +31,7 @@ import {
   CONFIG_DEFAULTS,
   type InvalidInputForm,
   type ProvenanceMode,
+  type ReturnMode,
   type UpstreamDialect,
   type UpstreamSharing,
   type ValidationMode,
@@ -39,6 +41,7 @@ export {
   CONFIG_DEFAULTS,
   type InvalidInputForm,
   type ProvenanceMode,
+  type ReturnMode,
   UPSTREAM_DIALECTS,
   type UpstreamDialect,
   type UpstreamSharing,
@@ -125,7 +128,40 @@ export interface GatewayConfig {
   ids: { seed: string | undefined };
   /** The key every record is signed with, loaded once; undefined when records are not signed. */
   signing: SigningConfig | undefined;
+  /** Large results as files behind signed download links. */
+  artifacts: ArtifactsConfig;
+  /** Token buckets on tools/call, every `per` filled in; empty: no limits. */
+  rateLimits: GatewayRateLimit[];
 }
+
+/** One `rateLimits` rule, its `per` defaulted. */
+export interface GatewayRateLimit extends RateLimitRule {
+  per: 'principal' | 'global';
+}
+
+/** A key that signs (the first) or verifies download ids; a KeyObject, so its bytes never print. */
+export interface DownloadKey {
+  id: string;
+  key: KeyObject;
+}
+
+export interface ArtifactsConfig {
+  enabled: boolean;
+  /** Absolute. */
+  dir: string;
+  ttlMs: number;
+  maxBytes: number;
+  downloadPath: string;
+  /** The base URL links start with; undefined: the HTTP listener's own address. */
+  publicUrl: string | undefined;
+  /** Configured keys, loaded; undefined: generated and kept in `<dir>/keys.json`. */
+  keys: DownloadKey[] | undefined;
+  inlineMaxBytes: number;
+  defaultReturnMode: ReturnMode;
+}
+
+/** Shorter download secrets are refused (HMAC-SHA256 wants at least its output size). */
+const MIN_DOWNLOAD_SECRET_BYTES = 32;
 
 export interface SigningConfig {
   /** An Ed25519 private key; a KeyObject, so the key's bytes are never printed with the configuration. */
@@ -268,6 +304,98 @@ export function resolveGatewayConfig(
     },
     ids: { seed: raw.ids?.seed },
     signing,
+    artifacts: resolveArtifacts(raw.artifacts ?? {}, baseDir, env),
+    rateLimits: resolveRateLimits(raw.rateLimits ?? (defaults.rateLimits as RateLimitRule[]), names),
+  };
+}
+
+/** The rate rules, each bucket named once and each upstream one that is configured. */
+function resolveRateLimits(
+  rules: readonly RateLimitRule[],
+  upstreams: ReadonlySet<string>,
+): GatewayRateLimit[] {
+  const buckets = new Set<string>();
+  return rules.map((rule, index) => {
+    if (buckets.has(rule.bucket)) {
+      throw configError(
+        `Rate bucket "${rule.bucket}" is named twice`,
+        encodePointer(['rateLimits', index, 'bucket']),
+      );
+    }
+    buckets.add(rule.bucket);
+    if (rule.upstream !== undefined && !upstreams.has(rule.upstream)) {
+      throw configError(
+        `Rate bucket "${rule.bucket}" names upstream "${rule.upstream}", which is not configured (upstreams: ${[...upstreams].join(', ')})`,
+        encodePointer(['rateLimits', index, 'upstream']),
+      );
+    }
+    return { ...rule, per: rule.per ?? CONFIG_DEFAULTS.rateLimit.per };
+  });
+}
+
+/**
+ * The artifact settings, defaulted; configured download keys are read now, so
+ * a missing variable or file, or a short secret, stops the gateway (fails
+ * closed) instead of leaving links unverifiable. Messages never show a secret.
+ */
+function resolveArtifacts(raw: RawArtifacts, baseDir: string, env: NodeJS.ProcessEnv): ArtifactsConfig {
+  const defaults = CONFIG_DEFAULTS.artifacts;
+  const keys = raw.keys?.map((entry, index): DownloadKey => {
+    let secret: Buffer;
+    let where: string;
+    let pointer: string;
+    if (entry.keyFile !== undefined) {
+      const path = resolvePath(baseDir, entry.keyFile);
+      where = `artifacts.keys[${index}].keyFile ${path}`;
+      pointer = encodePointer(['artifacts', 'keys', index, 'keyFile']);
+      try {
+        // A trailing newline is the editor's, not the key's.
+        secret = Buffer.from(readFileSync(path, 'utf8').replace(/\r?\n$/, ''), 'utf8');
+      } catch (error) {
+        throw configError(
+          `${where} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+          pointer,
+          {
+            path,
+          },
+        );
+      }
+    } else {
+      const variable = entry.keyEnv as string;
+      where = `Environment variable ${variable} (artifacts.keys[${index}].keyEnv, download key "${entry.id}")`;
+      pointer = encodePointer(['artifacts', 'keys', index, 'keyEnv']);
+      const value = env[variable];
+      if (value === undefined || value.length === 0) throw configError(`${where} is not set`, pointer);
+      secret = Buffer.from(value, 'utf8');
+    }
+    if (secret.length < MIN_DOWNLOAD_SECRET_BYTES) {
+      throw configError(
+        `${where} holds ${secret.length} bytes; a download key needs at least ${MIN_DOWNLOAD_SECRET_BYTES}`,
+        pointer,
+      );
+    }
+    return { id: entry.id, key: createSecretKey(secret) };
+  });
+  const ids = new Set<string>();
+  keys?.forEach((key, index) => {
+    if (ids.has(key.id)) {
+      throw configError(
+        `Download key id "${key.id}" is used twice`,
+        encodePointer(['artifacts', 'keys', index, 'id']),
+      );
+    }
+    ids.add(key.id);
+  });
+  return {
+    enabled: raw.enabled ?? defaults.enabled,
+    dir: resolvePath(baseDir, raw.dir ?? defaults.dir),
+    ttlMs: raw.ttlMs ?? defaults.ttlMs,
+    maxBytes: raw.maxBytes ?? defaults.maxBytes,
+    downloadPath: raw.downloadPath ?? defaults.downloadPath,
+    publicUrl: raw.publicUrl,
+    keys,
+    inlineMaxBytes: raw.inlineMaxBytes ?? defaults.inlineMaxBytes,
+    defaultReturnMode: raw.defaultReturnMode ?? defaults.defaultReturnMode,
   };
 }
 
@@ -444,6 +572,7 @@ function oneOfHint(issue: SchemaIssue): string {
   if (/^\/upstreams\/\d+$/.test(issue.pointer)) return 'must have exactly one of "stdio" or "url"';
   if (/^\/auth\/tokens\/\d+$/.test(issue.pointer)) return 'must have exactly one of "token" or "tokenEnv"';
   if (issue.pointer === '/signing') return 'must have exactly one of "keyFile" or "keyEnv"';
+  if (/^\/artifacts\/keys\/\d+$/.test(issue.pointer)) return 'must have exactly one of "keyFile" or "keyEnv"';
   if (/^(\/upstreams\/\d+)?\/tiers\/tools\/[^/]+$/.test(issue.pointer)) {
     return 'must be a tier name (lower case: [a-z][a-z0-9_-]*) or an object {"tier", "reason"}';
   }
@@ -500,6 +629,20 @@ interface RawConfig {
   logs?: { enabled?: boolean; dir?: string; includeArguments?: boolean; instance?: string };
   ids?: { seed?: string };
   signing?: RawSigning;
+  artifacts?: RawArtifacts;
+  rateLimits?: RateLimitRule[];
+}
+
+interface RawArtifacts {
+  enabled?: boolean;
+  dir?: string;
+  ttlMs?: number;
+  maxBytes?: number;
+  downloadPath?: string;
+  publicUrl?: string;
+  keys?: { id: string; keyFile?: string; keyEnv?: string }[];
+  inlineMaxBytes?: number;
+  defaultReturnMode?: ReturnMode;
 }
 
 interface RawSigning {

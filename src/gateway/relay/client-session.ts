@@ -1,3 +1,4 @@
+import type { ArtifactService } from '../../artifacts/service.ts';
 import type { UpstreamStatusBoard } from '../operations/upstream-status.ts';
 import type { ResultBudget } from '../upstreams/result-budget.ts';
 import type { ConfiguredUpstream, Upstream, UpstreamOptions } from '../upstreams/upstream.ts';
@@ -28,6 +29,8 @@ export interface GatewayOptions extends RelayOptions {
    * setting: tests pass smaller ones.
    */
   resultBudgets?: { process?: ResultBudget; setBytes?: number };
+  /** The artifact store and download links (large results as files); absent when artifacts are off. */
+  artifacts?: ArtifactService;
 }
 
 /** One downstream session: its upstreams (its own, or its principal's shared ones) and the relay between them. */

@@ -81,6 +81,18 @@ export interface RelayOptions {
    * an earlier request's list found the resource.
    */
   resourceOwners?: Map<string, Upstream>;
+  /**
+   * Resources the gateway serves itself (its artifacts, see
+   * src/gateway/artifacts/): a read of one of their URIs is answered here and
+   * never forwarded, and resources are advertised even when no upstream has them.
+   */
+  ownResources?: OwnResources;
+}
+
+/** Resources the gateway answers for itself. */
+export interface OwnResources {
+  owns(uri: unknown): uri is string;
+  read(uri: string): Promise<Result>;
 }
 
 /** Resource URIs found by reads whose upstream is kept in mind (lists add theirs besides). */
@@ -138,7 +150,8 @@ export class Relay {
     const single = upstreams.length === 1 ? upstreams[0] : undefined;
     const info = options.serverInfo ??
       single?.serverInfo ?? { name: 'mcp-envelope-gateway', version: PACKAGE_VERSION };
-    const capabilities = options.capabilities ?? mergeCapabilities(upstreams);
+    const merged = options.capabilities ?? mergeCapabilities(upstreams);
+    const capabilities = options.ownResources && !merged.resources ? { ...merged, resources: {} } : merged;
     this.server = new Server(info, {
       capabilities,
       instructions: single?.instructions,
@@ -209,6 +222,9 @@ export class Relay {
   ): Promise<Result> {
     if (!this.#multi) {
       const upstream = this.#first();
+      // Resources advertised for the gateway's own alone: the upstream has none to list.
+      if (this.#options.ownResources && method.startsWith('resources/') && !upstream.capabilities.resources)
+        return { [key]: [] };
       const page = await this.#forward(upstream, method, params, ctx);
       const items = page[key];
       if (!Array.isArray(items)) return page;
@@ -267,6 +283,7 @@ export class Relay {
    */
   async #read(params: Record<string, unknown> | undefined, ctx: ServerContext): Promise<Result> {
     const uri = params?.uri;
+    if (this.#options.ownResources?.owns(uri)) return this.#options.ownResources.read(uri);
     const known = typeof uri === 'string' ? this.#resourceOwners.get(uri) : undefined;
     const candidates = !this.#multi || known ? [this.#resourceUpstream(uri)] : this.#resourceHolders();
     let firstError: unknown;

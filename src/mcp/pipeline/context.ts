@@ -11,9 +11,12 @@ import { EnvelopeError } from '../../errors/index.ts';
 import { createIdSource, type IdSource } from '../../ids/index.ts';
 import { type CallControls, readCallControls } from '../../provenance/index.ts';
 import { keyIdFor } from '../../provenance/integrity.ts';
+import type { Artifact } from '../../provenance/record.ts';
 import { defaultRegistry, type SchemaRegistry, type Validator } from '../../schemas/index.ts';
 import { assertDialectAvailable, outputSchemaFor } from '../dialects.ts';
 import { ToolSchemaError } from './errors.ts';
+import type { CallRate } from './rate-limit.ts';
+import type { ReturnMode } from './return-mode.ts';
 import type { PipelineOptions, ToolCall, ValidationMode } from './types.ts';
 
 /** The pipeline's options with every default applied, resolved once per pipeline. */
@@ -114,6 +117,14 @@ export class CallContext {
   readonly controlsError: EnvelopeError | undefined;
   /** Warnings the stages add to an envelope the pipeline builds. */
   readonly warnings: IssueEntry[] = [];
+  /** The rate limit's word on this call, once checked; undefined when the pipeline has no rate limit. */
+  rate: CallRate | undefined;
+  /** The caller's return mode (return-mode.ts), read before the tool runs; undefined without an artifact sink. */
+  returnMode: ReturnMode | undefined;
+  /** Files stored out of the result (return modes): output artifacts of the call's record. */
+  readonly outputArtifacts: Artifact[] = [];
+  /** Blocks that follow the answer's own (the stored files' resource links). */
+  readonly trailingBlocks: unknown[] = [];
   #canonical: CanonicalArguments | undefined;
 
   constructor(settings: Settings, call: ToolCall) {

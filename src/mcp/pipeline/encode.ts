@@ -6,6 +6,7 @@ import { LOSSES_META_KEY, valueToToolResult } from '../tool-result.ts';
 import type { CallContext } from './context.ts';
 import type { PipelineRpcError } from './errors.ts';
 import type { Placed } from './provenance.ts';
+import { convertBuilt, lost, placeRateLimit, RATE_LIMIT_META_KEY, rateLimitMeta } from './rate-limit.ts';
 import { type AnsweredAt, type CallSummary, NO_ANSWER, summarize } from './report.ts';
 
 /** Model fields the pipeline itself adds; a dialect without a place for them loses nothing of the tool's. */
@@ -50,12 +51,18 @@ export function encodeAnswer(ctx: CallContext, placed: Placed): Answer {
   let losses: readonly Loss[] = [];
   let original = decision.original;
   let sentDialect: DialectId = dialect;
+  // Whether the envelope sent carries the call's rate metadata (else `_meta` does, when a rule applies).
+  let ratePlaced = false;
   if (decision.convertFrom) {
     // Another dialect's envelope, converted so that what is sent is what is advertised.
-    const converted = codecFor(dialect).encode(decision.convertFrom, { tool, requestId: ctx.requestId });
+    const rated = placeRateLimit(ctx, decision.convertFrom, dialect);
+    const converted = codecFor(dialect).encode(rated.model, { tool, requestId: ctx.requestId });
     value = converted.value;
     text = undefined;
     losses = converted.losses;
+    ratePlaced = rated.placed && !lost(losses);
+    // Metadata of ours the dialect had no place for is no loss of the tool's.
+    if (rated.placed && !ratePlaced) losses = losses.filter((loss) => !lost([loss]));
     if (dropsData(converted.losses)) original ??= textBlock(decision.convertFrom.data);
   } else if (decision.origin === 'foreign') {
     value = decision.foreign;
@@ -65,14 +72,16 @@ export function encodeAnswer(ctx: CallContext, placed: Placed): Answer {
   } else {
     const { envelope } = decision;
     const tier = ctx.tier;
-    const converted = fromEnvelopeV01(envelope, dialect, {
-      tool,
-      requestId: ctx.requestId,
-      ...(tier === undefined ? {} : { tier }),
-    });
+    const context = { tool, requestId: ctx.requestId, ...(tier === undefined ? {} : { tier }) };
+    const converted =
+      ctx.rate === undefined || dialect === 'prov-v0.1'
+        ? { ...fromEnvelopeV01(envelope, dialect, context), placed: ctx.rate?.denied === true }
+        : convertBuilt(ctx, envelope, dialect, context);
     value = converted.value;
-    // The adapter's own metadata is no loss of the tool's; everything else is reported.
-    losses = converted.losses.filter((loss) => !ADAPTER_META_PATHS.has(loss.path));
+    ratePlaced = converted.placed;
+    // The adapter's own metadata (rate metadata included: a built envelope has only ours)
+    // is no loss of the tool's; everything else is reported.
+    losses = converted.losses.filter((loss) => !ADAPTER_META_PATHS.has(loss.path) && !lost([loss]));
     text = undefined;
     // A legacy error result is its message, as plain MCP servers write it: isError and the text carry the errors.
     if (dialect === 'legacy' && decision.isError) {
@@ -88,6 +97,8 @@ export function encodeAnswer(ctx: CallContext, placed: Placed): Answer {
     }
   }
   if (losses.length > 0) meta[LOSSES_META_KEY] = losses;
+  const rateLimit = rateLimitMeta(ctx, ratePlaced);
+  if (rateLimit !== undefined) meta[RATE_LIMIT_META_KEY] = rateLimit;
   const result = valueToToolResult(value, {
     isError: decision.isError,
     ...(text === undefined ? {} : { text }),

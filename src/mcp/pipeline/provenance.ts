@@ -12,6 +12,7 @@ import { type CallContext, recordsDigests } from './context.ts';
 import { type Decision, recordPlacement, sentInV01 } from './decision.ts';
 import { entry } from './entries.ts';
 import type { CallSummary } from './report.ts';
+import { withOutputArtifacts } from './return-mode.ts';
 
 /** Methods whose contracts are defined on an mcp.envelope.v0.1 around the record. */
 const V01_ENVELOPE_METHODS = new Set<string>([
@@ -55,7 +56,7 @@ function record(ctx: CallContext, decision: Decision, controls: CallControls): P
   const { call, settings } = ctx;
   const canonical = recordsDigests(controls) ? ctx.canonicalArguments() : undefined;
   if (canonical && 'error' in canonical) throw canonical.error;
-  const built = buildCallRecord({
+  const plain = buildCallRecord({
     runId: ctx.runId,
     tool: {
       name: call.tool.name,
@@ -77,6 +78,8 @@ function record(ctx: CallContext, decision: Decision, controls: CallControls): P
     attached: recordPlacement(decision, settings.dialect) === 'envelope',
     controls,
   });
+  // Files the return mode stored are outputs too: a download can be verified against the record.
+  const built = withOutputArtifacts(plain, ctx.outputArtifacts);
   if (sentInV01(decision, settings.dialect)) return built;
   // No mcp.envelope.v0.1 surrounds this record, so the adapter methods defined on one are not claimed.
   const methods = built.methods.filter((method) => !V01_ENVELOPE_METHODS.has(method));

@@ -4,9 +4,11 @@ import type { ResultDialectId } from '../../envelope/dialect.ts';
 import type { Profile, ProfileConfig } from '../../envelope/profiles.ts';
 import type { FeatureGate, TierConfig } from '../../envelope/tiers.ts';
 import type { IdSource } from '../../ids/index.ts';
+import type { RateCheck } from '../../ratelimit/limiter.ts';
 import type { SchemaRegistry } from '../../schemas/index.ts';
 import type { ToolResultLike } from '../tool-result.ts';
 import type { CallSummary } from './report.ts';
+import type { ArtifactSink } from './return-mode.ts';
 
 /** The pipeline's public vocabulary: what a call gives it and how it is configured. */
 
@@ -42,6 +44,10 @@ export interface ToolCall {
   isProtocolSignal?: (error: unknown) => boolean;
   /** This caller's tier (an authenticated gateway client), in place of the pipeline's `tier`. */
   tier?: string;
+  /** Who calls, for rate limits kept per caller (a bearer token's id, an address); default: one shared caller. */
+  principal?: string;
+  /** The caller's `return_mode`, when `meta` no longer carries it (the gateway strips it before forwarding). */
+  returnMode?: unknown;
   /**
    * Receives this call's summary, after the pipeline's `onCall` (the gateway's
    * log line and ledger entry), as a function that builds it once: a listener
@@ -88,6 +94,15 @@ export interface PipelineOptions {
    * larger payload is INVALID_INPUT before any schema work. Default: no limit.
    */
   maxArgumentElements?: number;
+  /**
+   * Checked first on every call, before anything else runs: a denial is answered
+   * with RATE_LIMITED (retriable, with `reset_at`) and the tool is not invoked.
+   * Every answer then carries the binding decision's rate metadata where the
+   * dialect has a place for it (hosted v2: also the null placeholder when no rule
+   * applies), else, when a rule applies, in `_meta["mcp-envelope/rate_limit"]`.
+   * A RateLimiter's `check` fits: `(call) => limiter.check({ principal: call.principal, tool: call.tool.name })`.
+   */
+  rateLimit?: (call: ToolCall) => RateCheck;
   /** A tool that has not answered after this long has failed (TIMEOUT, retriable); its signal is aborted. */
   timeoutMs?: number;
   /**
@@ -99,6 +114,13 @@ export interface PipelineOptions {
    * kind of key is KEY_INVALID when the pipeline is created. Default: unsigned.
    */
   signingKey?: KeyObject;
+  /**
+   * Where binaries and oversized texts of results are stored, as the caller's
+   * `return_mode` asks (return-mode.ts): each stored file is replaced by its
+   * download descriptor and registered as an output artifact of the record.
+   * Default: none, results stay as the tool gave them.
+   */
+  artifacts?: ArtifactSink;
   /**
    * Receives one summary per answered call, with its provenance record when one was
    * built. Calls answered with a JSON-RPC error (`invalidInput: 'jsonrpc-error'`) are

@@ -147,6 +147,7 @@ describe('loadGatewayConfig', () => {
       ['legacy', 'prov-v0.1'],
       ['envelopes', 'prov-v0.1'],
       ['python', 'hosted-v2'],
+      ['templates', 'hosted-v2'],
     ]);
     expect(config.ledger.path).toBe(join(config.baseDir, 'data/ledger.sqlite'));
   });
@@ -381,6 +382,7 @@ function everySection(): Record<string, unknown> {
     ledger: {},
     logs: {},
     ids: {},
+    rateLimits: [{ bucket: 'b', limit: 1, windowMs: 1000 }],
   };
 }
 
@@ -416,6 +418,8 @@ describe('defaults: the schema is where they are written', () => {
     // A member without a default is one whose absence means "not given" to the code that reads it.
     expect(silent.map((member) => member.path).sort()).toEqual([
       '$schema',
+      'artifacts.keys[].keyEnv',
+      'artifacts.keys[].keyFile',
       'auth.tokens[].token',
       'auth.tokens[].tokenEnv',
       'signing.keyEnv',

@@ -1,0 +1,75 @@
+/**
+ * The server's settings, all from the environment (relative paths are taken
+ * from the working directory):
+ *
+ * - TEMPLATE_SERVER_TEMPLATES_DIR: the templates folder (default: templates/ beside this file).
+ * - TEMPLATE_SERVER_ARTIFACTS_DIR: the artifact store's folder (default: data/artifacts/ beside this file).
+ * - TEMPLATE_SERVER_ARTIFACTS_DB: the SQLite file of the store's metadata (default: artifacts.sqlite in that folder).
+ * - TEMPLATE_SERVER_DOWNLOAD_URL: the base of download links (default over HTTP: this server's own
+ *   /api/download; over stdio: the gateway's default, http://127.0.0.1:8787/api/download).
+ * - TEMPLATE_SERVER_TTL_MS: how long a filled document and its link live (default 3600000, one hour).
+ * - TEMPLATE_SERVER_FILL_LIMIT: fill_template calls per minute per caller (default: no limit).
+ * - TEMPLATE_SERVER_TOKEN: over HTTP, the bearer token every call must carry (default: none needed).
+ */
+
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface ServerConfig {
+  templatesDir: string;
+  artifactsDir: string;
+  artifactsDb: string | undefined;
+  downloadUrl: string | undefined;
+  ttlMs: number;
+  fillLimit: number | undefined;
+  token: string | undefined;
+}
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+export const GATEWAY_DOWNLOAD_URL = 'http://127.0.0.1:8787/api/download';
+/** The longest a link may live: a day. */
+const MAX_TTL_MS = 86_400_000;
+
+export class ConfigError extends Error {}
+
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, max: number): number | undefined {
+  const text = env[name];
+  if (text === undefined || text === '') return undefined;
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 1 || value > max) {
+    throw new ConfigError(`${name} must be an integer from 1 to ${max}; got ${JSON.stringify(text)}`);
+  }
+  return value;
+}
+
+function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value === '' ? undefined : value;
+}
+
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfig {
+  const downloadUrl = optional(env, 'TEMPLATE_SERVER_DOWNLOAD_URL');
+  if (downloadUrl !== undefined) {
+    let parsed: URL;
+    try {
+      parsed = new URL(downloadUrl);
+    } catch {
+      throw new ConfigError(`TEMPLATE_SERVER_DOWNLOAD_URL is not a URL: ${JSON.stringify(downloadUrl)}`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new ConfigError('TEMPLATE_SERVER_DOWNLOAD_URL must be an http or https URL');
+    }
+  }
+  const db = optional(env, 'TEMPLATE_SERVER_ARTIFACTS_DB');
+  return {
+    templatesDir: resolve(optional(env, 'TEMPLATE_SERVER_TEMPLATES_DIR') ?? resolve(HERE, 'templates')),
+    artifactsDir: resolve(
+      optional(env, 'TEMPLATE_SERVER_ARTIFACTS_DIR') ?? resolve(HERE, 'data', 'artifacts'),
+    ),
+    artifactsDb: db === undefined ? undefined : resolve(db),
+    downloadUrl,
+    ttlMs: positiveInteger(env, 'TEMPLATE_SERVER_TTL_MS', MAX_TTL_MS) ?? 3_600_000,
+    fillLimit: positiveInteger(env, 'TEMPLATE_SERVER_FILL_LIMIT', 1_000_000),
+    token: optional(env, 'TEMPLATE_SERVER_TOKEN'),
+  };
+}

@@ -1,0 +1,565 @@
+/**
+ * The artifact store on one machine: bytes in a folder, named by their
+ * SHA-256 (`<dir>/blobs/<first 2 hex>/<64 hex>`), metadata and download
+ * grants in SQLite (the gateway's ledger file, or `<dir>/artifacts.sqlite`).
+ *
+ * A put streams into `<dir>/tmp/` while hashing, syncs, then renames into
+ * place in the same synchronous step that records the row, so neither a
+ * reader nor the sweeper ever sees a row without its bytes or half a file; a
+ * put that fails leaves neither. The store's tables sit beside the ledger's
+ * without touching its schema version (the ledger's migrations own
+ * PRAGMA user_version). The database file is created on first write only, so
+ * a store nothing was put in leaves nothing behind.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { type FileHandle, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { Readable } from 'node:stream';
+import { EnvelopeError } from '../errors/index.ts';
+import { signDownloadId } from './download-ids.ts';
+import { isMediaType, sanitizeFilename } from './headers.ts';
+import { Keyring } from './keyring.ts';
+import type {
+  ArtifactInfo,
+  ArtifactSource,
+  ArtifactStore,
+  ByteRange,
+  DownloadGrant,
+  FileBackedStore,
+  GrantRequest,
+  GrantStore,
+  IssuedGrant,
+  OpenedArtifactFile,
+  PutOptions,
+  ResolvedGrant,
+} from './types.ts';
+
+export interface FolderStoreOptions {
+  /** The folder holding blobs/, tmp/ and (by default) artifacts.sqlite and keys.json. */
+  dir: string;
+  /** The SQLite file for metadata: the ledger's file may be shared. Default `<dir>/artifacts.sqlite`. */
+  databasePath?: string;
+  /** Signs download ids. Default: keys kept in `<dir>/keys.json`. */
+  keyring?: Keyring;
+  /** The longest lifetime of a download link (for the default keyring). Default one hour. */
+  maxTtlMs?: number;
+  /** Epoch milliseconds. */
+  now?: () => number;
+}
+
+const DIGEST = /^[0-9a-f]{64}$/;
+const GRANT_ID = /^[0-9a-f]{32}$/;
+/** Read-stream chunk size: large chunks keep a download's syscalls and event-loop turns few. */
+export const READ_CHUNK_BYTES = 1 << 20;
+/** Temporary files older than this are leftovers of a crashed put; sweep removes them. */
+const STALE_TEMPORARY_MS = 3_600_000;
+const MAX_OWNER_LENGTH = 512;
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS artifacts (
+    digest TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    media_type TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX IF NOT EXISTS artifacts_expires_at ON artifacts (expires_at);
+  CREATE TABLE IF NOT EXISTS download_grants (
+    grant_id TEXT PRIMARY KEY,
+    digest TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    media_type TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX IF NOT EXISTS download_grants_digest ON download_grants (digest);
+`;
+
+interface ArtifactRow {
+  digest: string;
+  size: number;
+  media_type: string;
+  owner: string;
+  created_at: number;
+  expires_at: number;
+}
+
+interface GrantRow {
+  grant_id: string;
+  digest: string;
+  filename: string;
+  media_type: string;
+  owner: string;
+  expires_at: number;
+}
+
+const REASONS: Record<string, string> = {
+  ENOSPC: 'the disk is full',
+  EDQUOT: 'the disk quota is used up',
+  ENOENT: 'its folder is gone',
+  ENOTDIR: 'its folder is gone',
+  EACCES: 'it may not be written',
+  EPERM: 'it may not be written',
+  EROFS: 'it is on a read-only file system',
+  EIO: 'the disk failed',
+};
+
+/** A file-system or SQLite failure as ARTIFACT_STORE_UNAVAILABLE; EnvelopeErrors pass through. */
+function storeError(error: unknown, dir: string): unknown {
+  if (error instanceof EnvelopeError) return error;
+  const code = (error as { code?: unknown }).code;
+  if (code === 'ERR_SQLITE_ERROR') {
+    const sqlite = (error as { errstr?: string }).errstr ?? (error as Error).message;
+    return new EnvelopeError(
+      'ARTIFACT_STORE_UNAVAILABLE',
+      `Artifact store ${dir}: its database failed (${sqlite})`,
+      { dir, sqlite },
+      { cause: error },
+    );
+  }
+  if (typeof code === 'string' && /^E[A-Z0-9]+$/.test(code)) {
+    return new EnvelopeError(
+      'ARTIFACT_STORE_UNAVAILABLE',
+      `Artifact store ${dir} cannot be used: ${REASONS[code] ?? `the file system said ${code}`}`,
+      { dir, errno: code },
+      { cause: error },
+    );
+  }
+  return error;
+}
+
+function checkDigest(digest: unknown): asserts digest is string {
+  if (typeof digest !== 'string' || !DIGEST.test(digest)) {
+    throw new EnvelopeError('INVALID_ARGUMENT', 'An artifact digest is 64 lower-case hex digits (SHA-256)', {
+      digest: typeof digest === 'string' ? digest.slice(0, 80) : typeof digest,
+    });
+  }
+}
+
+function checkTtl(ttlMs: unknown, limit = Number.MAX_SAFE_INTEGER): asserts ttlMs is number {
+  if (typeof ttlMs !== 'number' || !Number.isSafeInteger(ttlMs) || ttlMs <= 0 || ttlMs > limit) {
+    throw new EnvelopeError(
+      'INVALID_ARGUMENT',
+      `ttlMs must be a whole number of milliseconds from 1 to ${limit}`,
+      { ttlMs: String(ttlMs), limit },
+    );
+  }
+}
+
+function checkLabels(mediaType: unknown, owner: unknown): void {
+  if (!isMediaType(mediaType)) {
+    throw new EnvelopeError('INVALID_ARGUMENT', 'mediaType must be a media type such as application/pdf', {
+      mediaType: String(mediaType).slice(0, 80),
+    });
+  }
+  if (typeof owner !== 'string' || owner.length === 0 || owner.length > MAX_OWNER_LENGTH) {
+    throw new EnvelopeError(
+      'INVALID_ARGUMENT',
+      `owner must be a label of 1 to ${MAX_OWNER_LENGTH} characters`,
+    );
+  }
+}
+
+function infoOf(row: ArtifactRow): ArtifactInfo {
+  return {
+    digest: row.digest,
+    size: row.size,
+    mediaType: row.media_type,
+    owner: row.owner,
+    createdAt: new Date(row.created_at).toISOString(),
+    expiresAt: new Date(row.expires_at).toISOString(),
+  };
+}
+
+function grantOf(row: GrantRow): DownloadGrant {
+  return {
+    grantId: row.grant_id,
+    digest: row.digest,
+    expiresAt: row.expires_at,
+    filename: row.filename,
+    mediaType: row.media_type,
+    owner: row.owner,
+  };
+}
+
+/** A source as chunks of bytes, however it came. */
+async function* chunksOf(source: ArtifactSource): AsyncGenerator<Uint8Array> {
+  if (source instanceof Uint8Array) {
+    yield source;
+    return;
+  }
+  for await (const chunk of source as AsyncIterable<Uint8Array | string>) {
+    yield typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+  }
+}
+
+export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBackedStore {
+  readonly dir: string;
+  readonly databasePath: string;
+  readonly keyring: Keyring;
+  private readonly now: () => number;
+  private db: DatabaseSync | undefined;
+  private closed = false;
+
+  private constructor(options: FolderStoreOptions) {
+    this.dir = resolve(options.dir);
+    this.databasePath = resolve(options.databasePath ?? join(this.dir, 'artifacts.sqlite'));
+    this.now = options.now ?? Date.now;
+    this.keyring =
+      options.keyring ??
+      Keyring.inFolder({
+        dir: this.dir,
+        now: this.now,
+        ...(options.maxTtlMs === undefined ? {} : { maxTtlMs: options.maxTtlMs }),
+      });
+  }
+
+  /**
+   * A store over `dir`. The database is opened now when its file exists (so a
+   * file that is not a database fails here), else when the first artifact is put.
+   */
+  static open(options: FolderStoreOptions): FolderArtifactStore {
+    const store = new FolderArtifactStore(options);
+    if (existsSync(store.databasePath)) store.database(true);
+    return store;
+  }
+
+  async put(source: ArtifactSource, options: PutOptions): Promise<ArtifactInfo> {
+    checkLabels(options.mediaType, options.owner);
+    checkTtl(options.ttlMs);
+    const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+    const temporaries = join(this.dir, 'tmp');
+    const temporary = join(temporaries, `${randomBytes(16).toString('hex')}.part`);
+    let handle: FileHandle | undefined;
+    const chunks = chunksOf(source);
+    // A stream that fails before it is read must not become an uncaught error; the read below still sees it.
+    const readable = source instanceof Readable ? source : undefined;
+    const ignore = () => {};
+    readable?.on('error', ignore);
+    try {
+      await mkdir(temporaries, { recursive: true });
+      handle = await open(temporary, 'wx', 0o600);
+      const hash = createHash('sha256');
+      let size = 0;
+      for (;;) {
+        let step: IteratorResult<Uint8Array>;
+        try {
+          step = await chunks.next();
+        } catch (error) {
+          throw new EnvelopeError(
+            'INPUT_UNREADABLE',
+            `The artifact's bytes could not be read: ${(error as Error).message}`,
+            {},
+            { cause: error },
+          );
+        }
+        if (step.done) break;
+        const chunk = step.value;
+        size += chunk.byteLength;
+        if (size > maxBytes) {
+          throw new EnvelopeError('INPUT_TOO_LARGE', `The artifact exceeds ${maxBytes} bytes`, {
+            limit_bytes: maxBytes,
+          });
+        }
+        hash.update(chunk);
+        let written = 0;
+        while (written < chunk.byteLength) {
+          written += (await handle.write(chunk, written, chunk.byteLength - written)).bytesWritten;
+        }
+      }
+      await handle.sync();
+      await handle.close();
+      handle = undefined;
+      const digest = hash.digest('hex');
+      await mkdir(dirname(this.blobPath(digest)), { recursive: true });
+      return this.commit(temporary, digest, size, options);
+    } catch (error) {
+      // Stop a stream that is still producing, and leave no temporary file behind.
+      await chunks.return(undefined).catch(() => {});
+      readable?.destroy();
+      await handle?.close().catch(() => {});
+      await rm(temporary, { force: true }).catch(() => {});
+      throw storeError(error, this.dir);
+    } finally {
+      readable?.off('error', ignore);
+    }
+  }
+
+  async info(digest: string, now: number = this.now()): Promise<ArtifactInfo | undefined> {
+    checkDigest(digest);
+    const row = this.run((db) =>
+      db.prepare('SELECT * FROM artifacts WHERE digest = ? AND expires_at > ?').get(digest, now),
+    ) as ArtifactRow | undefined;
+    return row ? infoOf(row) : undefined;
+  }
+
+  /**
+   * The bytes of a recorded artifact, or of a range of them; undefined when no
+   * row names it or its file is gone. A file shorter than the recorded size
+   * (damaged on disk) fails with DOWNLOAD_RENDER_FAILED rather than being read
+   * as if whole. The file is open once this resolves, so deleting it afterwards
+   * (sweep) does not cut the stream short.
+   */
+  async open(digest: string, range?: ByteRange): Promise<Readable | undefined> {
+    const file = await this.openFile(digest);
+    if (!file) return undefined;
+    if (range && !(range.start >= 0 && range.end >= range.start && range.end < file.size)) {
+      await file.handle.close();
+      throw new EnvelopeError(
+        'INVALID_ARGUMENT',
+        `Range ${range.start}-${range.end} is outside 0-${file.size - 1}`,
+      );
+    }
+    if (file.size === 0) {
+      // Nothing to read (a read stream has no empty range).
+      await file.handle.close();
+      return Readable.from([]);
+    }
+    return file.handle.createReadStream({
+      highWaterMark: READ_CHUNK_BYTES,
+      ...(range ? { start: range.start, end: range.end } : {}),
+    });
+  }
+
+  /**
+   * The open file of a recorded artifact (the caller closes it), checked to
+   * hold the recorded size; undefined when no row names it or its file is
+   * gone. Open, it survives a sweep that deletes the file (POSIX unlink).
+   */
+  async openFile(digest: string): Promise<OpenedArtifactFile | undefined> {
+    checkDigest(digest);
+    const row = this.run((db) => db.prepare('SELECT size FROM artifacts WHERE digest = ?').get(digest)) as
+      | { size: number }
+      | undefined;
+    if (!row) return undefined;
+    let handle: FileHandle;
+    try {
+      handle = await open(this.blobPath(digest), 'r');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw storeError(error, this.dir);
+    }
+    const size = (await handle.stat()).size;
+    if (size !== row.size) {
+      await handle.close();
+      throw new EnvelopeError(
+        'DOWNLOAD_RENDER_FAILED',
+        `Artifact ${digest} is ${size} bytes on disk but ${row.size} were stored`,
+        { digest, size, recorded: row.size },
+      );
+    }
+    return { handle, size };
+  }
+
+  /** Deletes expired artifacts, their grants and their files, and expired grants; returns how many artifacts went. */
+  async sweep(now: number = this.now()): Promise<number> {
+    const db = this.database(false);
+    let removed = 0;
+    if (db) {
+      // One synchronous step: a put of the same bytes cannot slip between the row's deletion and the file's.
+      try {
+        const expired = (
+          db.prepare('SELECT digest FROM artifacts WHERE expires_at <= ?').all(now) as { digest: string }[]
+        ).map((row) => row.digest);
+        db.exec('BEGIN IMMEDIATE');
+        try {
+          db.prepare(
+            'DELETE FROM download_grants WHERE expires_at <= ? OR digest IN (SELECT digest FROM artifacts WHERE expires_at <= ?)',
+          ).run(now, now);
+          db.prepare('DELETE FROM artifacts WHERE expires_at <= ?').run(now);
+          db.exec('COMMIT');
+        } catch (error) {
+          db.exec('ROLLBACK');
+          throw error;
+        }
+        for (const digest of expired) {
+          try {
+            unlinkSync(this.blobPath(digest));
+          } catch (error) {
+            if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+          }
+        }
+        removed = expired.length;
+      } catch (error) {
+        throw storeError(error, this.dir);
+      }
+    }
+    await this.removeStaleTemporaries(now);
+    return removed;
+  }
+
+  async createGrant(request: GrantRequest): Promise<IssuedGrant> {
+    checkDigest(request.digest);
+    checkLabels(request.mediaType, request.owner);
+    checkTtl(request.ttlMs, this.keyring.maxTtlMs);
+    const now = this.now();
+    // Whole seconds: the id carries its expiry in seconds, and both must agree.
+    const expiresAt = Math.ceil((now + request.ttlMs) / 1000) * 1000;
+    const grant: DownloadGrant = {
+      grantId: randomBytes(16).toString('hex'),
+      digest: request.digest,
+      expiresAt,
+      filename: sanitizeFilename(request.filename),
+      mediaType: request.mediaType,
+      owner: request.owner,
+    };
+    try {
+      const db = this.database(true) as DatabaseSync;
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        const present = db
+          .prepare('SELECT 1 AS present FROM artifacts WHERE digest = ? AND expires_at > ?')
+          .get(grant.digest, now);
+        if (!present) {
+          throw new EnvelopeError('NOT_FOUND', `No stored artifact ${grant.digest}`, {
+            digest: grant.digest,
+          });
+        }
+        db.prepare(
+          'INSERT INTO download_grants (grant_id, digest, filename, media_type, owner, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+        ).run(grant.grantId, grant.digest, grant.filename, grant.mediaType, grant.owner, grant.expiresAt);
+        // The bytes live at least as long as a link to them.
+        db.prepare('UPDATE artifacts SET expires_at = max(expires_at, ?) WHERE digest = ?').run(
+          grant.expiresAt,
+          grant.digest,
+        );
+        const downloadId = signDownloadId(grant.grantId, grant.expiresAt, this.keyring);
+        db.exec('COMMIT');
+        return { grant, downloadId };
+      } catch (error) {
+        if (db.isTransaction) db.exec('ROLLBACK');
+        throw error;
+      }
+    } catch (error) {
+      throw storeError(error, this.dir);
+    }
+  }
+
+  async resolveGrant(grantId: string, _now?: number): Promise<ResolvedGrant | undefined> {
+    if (typeof grantId !== 'string' || !GRANT_ID.test(grantId)) return undefined;
+    const row = this.run((db) =>
+      db
+        .prepare(
+          `SELECT g.grant_id, g.digest, g.filename, g.media_type, g.owner, g.expires_at,
+                  a.size, a.media_type AS artifact_media_type, a.owner AS artifact_owner,
+                  a.created_at AS artifact_created_at, a.expires_at AS artifact_expires_at
+             FROM download_grants g JOIN artifacts a ON a.digest = g.digest
+            WHERE g.grant_id = ?`,
+        )
+        .get(grantId),
+    ) as
+      | (GrantRow & {
+          size: number;
+          artifact_media_type: string;
+          artifact_owner: string;
+          artifact_created_at: number;
+          artifact_expires_at: number;
+        })
+      | undefined;
+    if (!row) return undefined;
+    return {
+      grant: grantOf(row),
+      artifact: infoOf({
+        digest: row.digest,
+        size: row.size,
+        media_type: row.artifact_media_type,
+        owner: row.artifact_owner,
+        created_at: row.artifact_created_at,
+        expires_at: row.artifact_expires_at,
+      }),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.db?.isOpen) this.db.close();
+    this.db = undefined;
+  }
+
+  /** Where an artifact's bytes are kept: only ever a checked digest, so no path can be named. */
+  private blobPath(digest: string): string {
+    checkDigest(digest);
+    return join(this.dir, 'blobs', digest.slice(0, 2), digest);
+  }
+
+  /** Records the artifact and moves its bytes into place, in one synchronous step. */
+  private commit(temporary: string, digest: string, size: number, options: PutOptions): ArtifactInfo {
+    const db = this.database(true) as DatabaseSync;
+    const now = this.now();
+    const target = this.blobPath(digest);
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.prepare(
+        `INSERT INTO artifacts (digest, size, media_type, owner, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (digest) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)`,
+      ).run(digest, size, options.mediaType, options.owner, now, now + options.ttlMs);
+      let kept = false;
+      try {
+        kept = statSync(target).size === size;
+      } catch {
+        // Not there (first put, or the file went missing): the new one takes its place.
+      }
+      if (kept) unlinkSync(temporary);
+      else renameSync(temporary, target);
+      const row = db
+        .prepare('SELECT * FROM artifacts WHERE digest = ?')
+        .get(digest) as unknown as ArtifactRow;
+      db.exec('COMMIT');
+      return infoOf(row);
+    } catch (error) {
+      if (db.isTransaction) db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  /** Runs a read; undefined when there is no database yet (nothing was ever stored). */
+  private run<T>(body: (db: DatabaseSync) => T): T | undefined {
+    try {
+      const db = this.database(false);
+      return db ? body(db) : undefined;
+    } catch (error) {
+      throw storeError(error, this.dir);
+    }
+  }
+
+  /** The open database; with `create` false, undefined when its file does not exist yet. */
+  private database(create: boolean): DatabaseSync | undefined {
+    if (this.closed)
+      throw new EnvelopeError('ARTIFACT_STORE_UNAVAILABLE', `Artifact store ${this.dir} is closed`);
+    if (this.db) return this.db;
+    if (!create && !existsSync(this.databasePath)) return undefined;
+    let db: DatabaseSync | undefined;
+    try {
+      mkdirSync(dirname(this.databasePath), { recursive: true });
+      db = new DatabaseSync(this.databasePath);
+      db.exec('PRAGMA busy_timeout = 5000');
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA synchronous = NORMAL');
+      db.exec(SCHEMA);
+    } catch (error) {
+      db?.close();
+      throw storeError(error, this.dir);
+    }
+    this.db = db;
+    return db;
+  }
+
+  private async removeStaleTemporaries(now: number): Promise<void> {
+    const folder = join(this.dir, 'tmp');
+    let names: string[];
+    try {
+      names = await readdir(folder);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      if (!name.endsWith('.part')) continue;
+      const path = join(folder, name);
+      const info = await stat(path).catch(() => undefined);
+      if (info && now - info.mtimeMs > STALE_TEMPORARY_MS) await rm(path, { force: true }).catch(() => {});
+    }
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * The gateway's own resources: `mcp-envelope://artifacts/{download_id}`, the
+ * `resource_uri` of a result returned with return mode `mcp_resource`. The
+ * gateway answers resources/read for them itself (they never reach an
+ * upstream), with the same checks as `/api/download`: the signed id first
+ * (shape, key, signature, expiry), then its grant and the artifact. A refusal
+ * is a JSON-RPC error carrying the canonical DOWNLOAD_* code.
+ */
+import type { Readable } from 'node:stream';
+import type { DownloadIdKeys } from '../../artifacts/download-ids.ts';
+import { resolveDownload } from '../../artifacts/resolve-download.ts';
+import type { ArtifactStore, GrantStore } from '../../artifacts/types.ts';
+import { EnvelopeError } from '../../errors/index.ts';
+
+export const ARTIFACT_RESOURCE_PREFIX = 'mcp-envelope://artifacts/';
+
+export function artifactResourceUri(downloadId: string): string {
+  return `${ARTIFACT_RESOURCE_PREFIX}${downloadId}`;
+}
+
+/** Whether a URI names one of the gateway's own artifact resources. */
+export function isArtifactResource(uri: unknown): uri is string {
+  return typeof uri === 'string' && uri.startsWith(ARTIFACT_RESOURCE_PREFIX);
+}
+
+/** Media types whose bytes are read back as `text` rather than base64 `blob`. */
+function isTextual(mediaType: string): boolean {
+  const type = mediaType.split(';')[0]?.trim().toLowerCase() ?? '';
+  return type.startsWith('text/') || type === 'application/json' || type.endsWith('+json');
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+export interface ArtifactResourceSource {
+  store: Pick<ArtifactStore, 'open'> & Pick<GrantStore, 'resolveGrant'>;
+  keyring: DownloadIdKeys;
+  /** Epoch milliseconds. */
+  now?: () => number;
+}
+
+/** Bytes and their type for an artifact resource URI, or the DOWNLOAD_* error saying why not. */
+export async function readArtifact(
+  uri: string,
+  source: ArtifactResourceSource,
+): Promise<{ bytes: Buffer; mediaType: string; filename: string }> {
+  const now = source.now ?? Date.now;
+  const found = await resolveDownload(uri.slice(ARTIFACT_RESOURCE_PREFIX.length), source, now());
+  if (!found.ok) throw new EnvelopeError(found.code, `Cannot read ${uri}: ${found.code}`, { uri });
+  const stream = await source.store.open(found.artifact.digest);
+  if (!stream)
+    throw new EnvelopeError('DOWNLOAD_NOT_FOUND', `Cannot read ${uri}: the artifact is gone`, { uri });
+  return { bytes: await readAll(stream), mediaType: found.grant.mediaType, filename: found.grant.filename };
+}
+
+/** The resources/read result for an artifact resource. */
+export async function readArtifactResource(
+  uri: string,
+  source: ArtifactResourceSource,
+): Promise<{ contents: Record<string, unknown>[] }> {
+  const { bytes, mediaType } = await readArtifact(uri, source);
+  const content = isTextual(mediaType)
+    ? { uri, mimeType: mediaType, text: bytes.toString('utf8') }
+    : { uri, mimeType: mediaType, blob: bytes.toString('base64') };
+  return { contents: [content] };
+}
