@@ -3,16 +3,30 @@
  * SHA-256 (`<dir>/blobs/<first 2 hex>/<64 hex>`), metadata and download
  * grants in SQLite (the gateway's ledger file, or `<dir>/artifacts.sqlite`).
  *
- * A put streams into `<dir>/tmp/` while hashing, syncs, then renames into
- * place in the same synchronous step that records the row, so neither a
- * reader nor the sweeper ever sees a row without its bytes or half a file; a
- * put that fails leaves neither. The store's tables sit beside the ledger's
+ * A put streams into `<dir>/tmp/` while hashing, then renames into place in
+ * the same synchronous step that records the row, so neither a reader nor the
+ * sweeper ever sees a row without its bytes or half a file; a put that fails
+ * leaves neither. A put does not wait for its bytes to reach the disk (an
+ * fsync costs more than the rest of a put): its row names the boot it was
+ * written in (`unsynced_boot`) until a sweep has flushed the file. Only a
+ * crash of the machine loses unflushed bytes, and it changes the boot id, so a
+ * row written unflushed in another boot is hashed again before its bytes are
+ * read, and dropped if they no longer match: an artifact is lost, never served
+ * damaged. Where no boot id can be read, a put flushes before it returns. The store's tables sit beside the ledger's
  * without touching its schema version (the ledger's migrations own
  * PRAGMA user_version). The database file is created on first write only, so
  * a store nothing was put in leaves nothing behind.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import {
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import { type FileHandle, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -64,7 +78,8 @@ const SCHEMA = `
     media_type TEXT NOT NULL,
     owner TEXT NOT NULL,
     created_at INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL
+    expires_at INTEGER NOT NULL,
+    unsynced_boot TEXT
   ) STRICT;
   CREATE INDEX IF NOT EXISTS artifacts_expires_at ON artifacts (expires_at);
   CREATE TABLE IF NOT EXISTS download_grants (
@@ -86,6 +101,15 @@ interface ArtifactRow {
   created_at: number;
   expires_at: number;
 }
+
+/** This boot of the machine (Linux), or undefined where the system does not say. */
+const BOOT_ID: string | undefined = (() => {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+})();
 
 interface GrantRow {
   grant_id: string;
@@ -185,6 +209,13 @@ function grantOf(row: GrantRow): DownloadGrant {
   };
 }
 
+async function writeAll(handle: FileHandle, chunk: Uint8Array): Promise<void> {
+  let written = 0;
+  while (written < chunk.byteLength) {
+    written += (await handle.write(chunk, written, chunk.byteLength - written)).bytesWritten;
+  }
+}
+
 /** A source as chunks of bytes, however it came. */
 async function* chunksOf(source: ArtifactSource): AsyncGenerator<Uint8Array> {
   if (source instanceof Uint8Array) {
@@ -264,13 +295,13 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
             limit_bytes: maxBytes,
           });
         }
+        // The write runs on the thread pool while this thread hashes the same bytes.
+        const writing = writeAll(handle, chunk);
         hash.update(chunk);
-        let written = 0;
-        while (written < chunk.byteLength) {
-          written += (await handle.write(chunk, written, chunk.byteLength - written)).bytesWritten;
-        }
+        await writing;
       }
-      await handle.sync();
+      // Without a boot id a crash could not be told afterwards: flush before the row is written.
+      if (BOOT_ID === undefined) await handle.datasync();
       await handle.close();
       handle = undefined;
       const digest = hash.digest('hex');
@@ -331,10 +362,12 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
    */
   async openFile(digest: string): Promise<OpenedArtifactFile | undefined> {
     checkDigest(digest);
-    const row = this.run((db) => db.prepare('SELECT size FROM artifacts WHERE digest = ?').get(digest)) as
-      | { size: number }
-      | undefined;
+    const row = this.run((db) =>
+      db.prepare('SELECT size, unsynced_boot FROM artifacts WHERE digest = ?').get(digest),
+    ) as { size: number; unsynced_boot: string | null } | undefined;
     if (!row) return undefined;
+    if (row.unsynced_boot !== null && row.unsynced_boot !== BOOT_ID && !(await this.survived(digest)))
+      return undefined;
     let handle: FileHandle;
     try {
       handle = await open(this.blobPath(digest), 'r');
@@ -388,6 +421,7 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
       }
     }
     await this.removeStaleTemporaries(now);
+    await this.flushWritten();
     return removed;
   }
 
@@ -479,6 +513,62 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
     this.db = undefined;
   }
 
+  /**
+   * Flushes the files of artifacts written unflushed in this boot (by this or
+   * another process sharing the store) and marks their rows durable, at most
+   * `limit` at a time. By a sweep, most of their pages have long been written
+   * back by the kernel, so the flush is cheap; one that fails leaves its row as
+   * it was, to be hashed again after a crash of the machine.
+   */
+  private async flushWritten(limit = 1000): Promise<void> {
+    if (BOOT_ID === undefined) return;
+    const rows = this.run((db) =>
+      db.prepare('SELECT digest FROM artifacts WHERE unsynced_boot = ? LIMIT ?').all(BOOT_ID, limit),
+    ) as { digest: string }[] | undefined;
+    for (const { digest } of rows ?? []) {
+      let handle: FileHandle | undefined;
+      try {
+        handle = await open(this.blobPath(digest), 'r');
+        await handle.datasync();
+      } catch {
+        continue;
+      } finally {
+        await handle?.close().catch(() => {});
+      }
+      this.run((db) =>
+        db
+          .prepare('UPDATE artifacts SET unsynced_boot = NULL WHERE digest = ? AND unsynced_boot = ?')
+          .run(digest, BOOT_ID),
+      );
+    }
+  }
+
+  /**
+   * Whether an artifact written unflushed in an earlier boot still has its
+   * bytes: hashed again; if they match its row is marked durable, if not (the
+   * machine crashed before they reached the disk) the artifact and its grants go.
+   */
+  private async survived(digest: string): Promise<boolean> {
+    const path = this.blobPath(digest);
+    const hash = createHash('sha256');
+    try {
+      for await (const chunk of createReadStream(path, { highWaterMark: READ_CHUNK_BYTES }))
+        hash.update(chunk);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw storeError(error, this.dir);
+    }
+    const whole = hash.digest('hex') === digest;
+    this.run((db) => {
+      if (whole) db.prepare('UPDATE artifacts SET unsynced_boot = NULL WHERE digest = ?').run(digest);
+      else {
+        db.prepare('DELETE FROM download_grants WHERE digest = ?').run(digest);
+        db.prepare('DELETE FROM artifacts WHERE digest = ?').run(digest);
+      }
+    });
+    if (!whole) await rm(path, { force: true });
+    return whole;
+  }
+
   /** Where an artifact's bytes are kept: only ever a checked digest, so no path can be named. */
   private blobPath(digest: string): string {
     checkDigest(digest);
@@ -492,16 +582,32 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
     const target = this.blobPath(digest);
     db.exec('BEGIN IMMEDIATE');
     try {
-      db.prepare(
-        `INSERT INTO artifacts (digest, size, media_type, owner, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (digest) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)`,
-      ).run(digest, size, options.mediaType, options.owner, now, now + options.ttlMs);
-      let kept = false;
+      const before = db.prepare('SELECT unsynced_boot FROM artifacts WHERE digest = ?').get(digest) as
+        | { unsynced_boot: string | null }
+        | undefined;
+      // The same bytes are there already unless the row is missing, the file is, or it was
+      // written unflushed in an earlier boot (then it may be damaged: the new copy replaces it).
+      let kept = before !== undefined && (before.unsynced_boot === null || before.unsynced_boot === BOOT_ID);
       try {
-        kept = statSync(target).size === size;
+        kept &&= statSync(target).size === size;
       } catch {
-        // Not there (first put, or the file went missing): the new one takes its place.
+        kept = false;
       }
+      db.prepare(
+        `INSERT INTO artifacts (digest, size, media_type, owner, created_at, expires_at, unsynced_boot)
+         VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (digest) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at),
+           unsynced_boot = CASE WHEN ? THEN unsynced_boot ELSE excluded.unsynced_boot END`,
+      ).run(
+        digest,
+        size,
+        options.mediaType,
+        options.owner,
+        now,
+        now + options.ttlMs,
+        BOOT_ID ?? null,
+        kept ? 1 : 0,
+      );
       if (kept) unlinkSync(temporary);
       else renameSync(temporary, target);
       const row = db
@@ -539,6 +645,12 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
       db.exec('PRAGMA journal_mode = WAL');
       db.exec('PRAGMA synchronous = NORMAL');
       db.exec(SCHEMA);
+      // A table made before rows could be unflushed: every row in it was flushed.
+      const columns = db.prepare("SELECT name FROM pragma_table_info('artifacts')").all() as {
+        name: string;
+      }[];
+      if (!columns.some((column) => column.name === 'unsynced_boot'))
+        db.exec('ALTER TABLE artifacts ADD COLUMN unsynced_boot TEXT');
     } catch (error) {
       db?.close();
       throw storeError(error, this.dir);
