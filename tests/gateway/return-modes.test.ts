@@ -365,6 +365,27 @@ describe('limits', () => {
   });
 });
 
+describe('an upstream returning a 200 MB blob', () => {
+  it('fails that call with a stable code, stores nothing partial, and goes on serving', async () => {
+    const stored = () => {
+      const db = new DatabaseSync(join(http.dir, 'artifacts', 'artifacts.sqlite'), { readOnly: true });
+      const row = db.prepare('SELECT count(*) AS n, max(size) AS largest FROM artifacts').get();
+      db.close();
+      return row;
+    };
+    const before = stored();
+    const result = await call(http.client, 'files__blob', { bytes: 200_000_000 }, { return_mode: 'url' });
+    expect(result.isError).toBe(true);
+    expect(stored()).toEqual(before);
+    const { errors } = result.structuredContent as { errors: { code: string; message: string }[] };
+    // Past the 64 MiB an answer line may hold: refused as the upstream's failure, long before any store.
+    expect(errors[0]?.code, errors[0]?.message).toBe('ADAPTER.EXECUTION.FAILED');
+    expect(JSON.stringify(result).length).toBeLessThan(10_000);
+    const next = await call(http.client, 'files__image', {}, { return_mode: 'url' });
+    expect(next.isError).toBeFalsy();
+  }, 60_000);
+});
+
 describe('over stdio, with no HTTP listener', () => {
   it('falls back from url to mcp_resource, says so, and reads it back', async () => {
     const result = await call(stdio, 'files__audio', {}, { return_mode: 'url' });
