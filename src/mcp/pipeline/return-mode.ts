@@ -208,11 +208,15 @@ function decodedSize(member: Offloadable): number {
   return Math.max(0, Math.floor((payload.length * 3) / 4) - padding);
 }
 
-/** What the result weighs inline: its members' text and base64, and its structured content. */
-function inlineSize(members: readonly Offloadable[], raw: ToolResultLike): number {
+/**
+ * What the result's content weighs inline: its members' text and base64.
+ * `structuredContent` is left out: it is never moved (the output schema is
+ * checked on it), and serializing it on every call to weigh it would cost
+ * more than the rest of this stage.
+ */
+function inlineSize(members: readonly Offloadable[]): number {
   let size = 0;
   for (const member of members) size += member.payload.length;
-  if (raw.structuredContent !== undefined) size += JSON.stringify(raw.structuredContent).length;
   return size;
 }
 
@@ -222,14 +226,10 @@ function inlineSize(members: readonly Offloadable[], raw: ToolResultLike): numbe
  * inline (a client that never heard of return modes keeps getting its images),
  * else the largest members, binary or text, until the rest fits.
  */
-function chosen(
-  members: readonly Offloadable[],
-  raw: ToolResultLike,
-  inlineMaxBytes: number,
-  asked: boolean,
-): Offloadable[] {
+function chosen(members: readonly Offloadable[], inlineMaxBytes: number, asked: boolean): Offloadable[] {
   if (!asked) {
-    let size = inlineSize(members, raw);
+    let size = inlineSize(members);
+    if (size <= inlineMaxBytes) return [];
     const picked: Offloadable[] = [];
     for (const member of [...members].sort((a, b) => b.payload.length - a.payload.length)) {
       if (size <= inlineMaxBytes) break;
@@ -239,7 +239,7 @@ function chosen(
     return picked.sort((a, b) => a.index - b.index);
   }
   const binaries = members.filter((member) => member.kind === 'binary');
-  let size = inlineSize(members, raw) - binaries.reduce((sum, member) => sum + member.payload.length, 0);
+  let size = inlineSize(members) - binaries.reduce((sum, member) => sum + member.payload.length, 0);
   const picked = [...binaries];
   const texts = members
     .filter((member) => member.kind === 'text')
@@ -328,7 +328,7 @@ export async function applyReturnMode(
   const unchanged = { result: raw, artifacts: [], links: [] };
   if (mode === 'base64' || !Array.isArray(raw.content)) return unchanged;
   const members = raw.content.flatMap((block, index) => offloadable(block, index) ?? []);
-  const picked = chosen(members, raw, sink.inlineMaxBytes, requested !== undefined);
+  const picked = chosen(members, sink.inlineMaxBytes, requested !== undefined);
   if (picked.length === 0) return unchanged;
   const content = [...raw.content];
   const artifacts: Artifact[] = [];
