@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Running } from '../gateway/processes.ts';
@@ -16,6 +19,17 @@ import { generatedAnswer } from '../support/upstream-answers.ts';
  */
 
 // ---------------------------------------------------------------- inbound messages
+
+/** A folder for a proxy's artifacts (files from results, as callers' return modes ask), removed at the end. */
+const artifactFolders: string[] = [];
+function artifactsDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'robustness-artifacts-'));
+  artifactFolders.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const dir of artifactFolders) rmSync(dir, { recursive: true, force: true });
+});
 
 /** What a line or body must get back. */
 type Expectation =
@@ -79,12 +93,24 @@ const toolName = fc.oneof(
     .filter((name) => !['crash', 'hang', 'flood', 'huge', 'deep', 'non_utf8', 'raw'].includes(name)),
 );
 
+/** What a caller may put in `_meta.return_mode`: the modes, their Hosted v2 spelling, and anything else. */
+const returnMode = fc.oneof(
+  fc.constantFrom('url', 'base64', 'base64_docx', 'mcp_resource', 'pdf', '', '__proto__'),
+  fc.jsonValue({ maxDepth: 1 }),
+);
+
 const paramsText: fc.Arbitrary<string | undefined> = fc.oneof(
   fc.constant(undefined),
   objectText,
   fc
     .tuple(toolName, objectText)
     .map(([name, args]) => `{"name":${JSON.stringify(name)},"arguments":${args}}`),
+  fc
+    .tuple(toolName, objectText, returnMode)
+    .map(
+      ([name, args, mode]) =>
+        `{"name":${JSON.stringify(name)},"arguments":${args},"_meta":{"return_mode":${JSON.stringify(mode)}}}`,
+    ),
   fc.string({ maxLength: 8 }).map((cursor) => `{"cursor":${JSON.stringify(cursor)}}`),
   fc.jsonValue({ maxDepth: 1 }).map((level) => `{"level":${JSON.stringify(level)}}`),
 );
@@ -377,7 +403,7 @@ describe('inbound messages over stdio', () => {
   let sentinel = 0;
 
   beforeAll(async () => {
-    client = await LineClient.start(['--timeout', '5000'], HOSTILE);
+    client = await LineClient.start(['--timeout', '5000', '--artifacts', artifactsDir()], HOSTILE);
   });
 
   afterAll(async () => {
@@ -415,7 +441,12 @@ describe('inbound bodies over HTTP', () => {
   let sentinel = 0;
 
   beforeAll(async () => {
-    ({ proxy, session } = await proxiedSession(HOSTILE, ['--timeout', '5000']));
+    ({ proxy, session } = await proxiedSession(HOSTILE, [
+      '--timeout',
+      '5000',
+      '--artifacts',
+      artifactsDir(),
+    ]));
   });
 
   afterAll(async () => {

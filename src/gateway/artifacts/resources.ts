@@ -29,6 +29,17 @@ function isTextual(mediaType: string): boolean {
   return type.startsWith('text/') || type === 'application/json' || type.endsWith('+json');
 }
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The bytes as text when they are well-formed UTF-8, else undefined. */
+function utf8(bytes: Buffer): string | undefined {
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
 async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
@@ -62,8 +73,11 @@ export async function readArtifactResource(
   source: ArtifactResourceSource,
 ): Promise<{ contents: Record<string, unknown>[] }> {
   const { bytes, mediaType } = await readArtifact(uri, source);
-  const content = isTextual(mediaType)
-    ? { uri, mimeType: mediaType, text: bytes.toString('utf8') }
-    : { uri, mimeType: mediaType, blob: bytes.toString('base64') };
+  // Text only when the bytes are UTF-8 as well as labelled text: decoding anything else would alter them.
+  const text = isTextual(mediaType) ? utf8(bytes) : undefined;
+  const content =
+    text === undefined
+      ? { uri, mimeType: mediaType, blob: bytes.toString('base64') }
+      : { uri, mimeType: mediaType, text };
   return { contents: [content] };
 }
