@@ -8,9 +8,10 @@
  *   npx mcp-envelope verify examples/downloads/record.json --artifacts examples/downloads
  *
  * The template server (examples/template-server, the gateway's `templates`
- * upstream) stores the document in the gateway's artifact folder and answers
- * with its `download_id`; the gateway registers the document's SHA-256 as an
- * output artifact of the call's record and serves it at its own /api/download.
+ * upstream, `"artifacts": "shared"`) stores the document in the gateway's
+ * artifact store and answers with its `download_id` and a link to the
+ * gateway's own /api/download; the gateway registers the document's SHA-256
+ * as an output artifact of the call's record.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -45,7 +46,7 @@ try {
   })) as CallToolResult;
   const envelope = result.structuredContent as {
     ok: boolean;
-    data?: { download_id: string };
+    data?: { download_id: string; download_url: string };
     error?: { code: string; message: string };
   };
   if (!envelope.ok)
@@ -54,8 +55,8 @@ try {
   const artifact = record.outputs.find((output) => output.labels?.role === 'artifact');
   if (!artifact) throw new Error('The record names no stored document');
 
-  // The gateway's own download route serves what the template server stored in its folder.
-  const link = `${url.origin}/api/download?id=${encodeURIComponent(envelope.data?.download_id ?? '')}`;
+  // The template server shares the gateway's store and knows its address: the link is the gateway's.
+  const link = envelope.data?.download_url ?? '';
   const download = await fetch(link);
   if (!download.ok) throw new Error(`GET ${link}: ${download.status} ${await download.text()}`);
   const bytes = Buffer.from(await download.arrayBuffer());
@@ -64,6 +65,7 @@ try {
   writeFileSync(join(out, artifact.artifact_id), bytes);
   writeFileSync(join(out, 'record.json'), `${JSON.stringify(record, null, 2)}\n`);
   console.log(`run ${record.run_id}: ${artifact.artifact_id}, ${bytes.length} bytes`);
+  console.log(`  link ${link}`);
   console.log(`  sha256 in the record: ${artifact.digest?.value}`);
   console.log(`  wrote ${join(out, artifact.artifact_id)} and ${join(out, 'record.json')}`);
 } finally {

@@ -48,6 +48,8 @@ export interface ArtifactService {
   downloadPath: string;
   /** The link for a download id, or undefined when no address is known. */
   downloadUrl(downloadId: string): string | undefined;
+  /** The download route's URL (links are it plus `?id=…`), or undefined when no address is known. */
+  downloadRoute(): string | undefined;
   /** Stores the bytes (at most maxBytes) and grants a download of them. */
   grant(source: ArtifactSource, options: GrantOptions): Promise<GrantedArtifact>;
   /** Serves `downloadPath`. */
@@ -108,6 +110,7 @@ export function openArtifactService(options: ArtifactServiceOptions): ArtifactSe
     downloadPath: options.downloadPath,
     downloadUrl: (downloadId) =>
       base === undefined ? undefined : `${base}?id=${encodeURIComponent(downloadId)}`,
+    downloadRoute: () => base,
     async grant(source, grantOptions) {
       const ttlMs = grantOptions.ttlMs ?? options.ttlMs;
       const artifact = await store.put(source, {

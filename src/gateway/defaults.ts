@@ -25,6 +25,8 @@ export type InvalidInputForm = 'result' | 'jsonrpc-error';
 export type ProvenanceMode = 'minimal' | 'full';
 /** `shared`: one upstream process serves a principal's 2025-era HTTP sessions; `per-session`: one each. */
 export type UpstreamSharing = 'shared' | 'per-session';
+/** `shared`: the gateway's artifact store is the upstream's too (passed in its environment); `own`: not. */
+export type UpstreamArtifacts = 'own' | 'shared';
 
 /**
  * Every default, read from the schema's `default` keywords: the schema is the
@@ -73,6 +75,7 @@ export const CONFIG_DEFAULTS = deepFreeze({
       maxAttempts: UPSTREAM.restart.properties.maxAttempts.default,
     },
     sharing: UPSTREAM.sharing.default as UpstreamSharing,
+    artifacts: UPSTREAM.artifacts.default as UpstreamArtifacts,
   },
   listen: {
     stdio: TOP.listen.properties.stdio.default,

@@ -72,18 +72,39 @@ export interface StartOptions {
   name?: string;
 }
 
-function upstreamSpec(upstream: UpstreamConfig): UpstreamSpec {
+function upstreamSpec(upstream: UpstreamConfig, shared?: SharedArtifacts): UpstreamSpec {
   const transport = upstream.transport;
-  return transport.kind === 'stdio'
-    ? {
-        name: upstream.name,
-        kind: 'stdio',
-        command: transport.command,
-        args: transport.args,
-        env: transport.env,
-        cwd: transport.cwd,
-      }
-    : { name: upstream.name, kind: 'http', url: transport.url, headers: transport.headers };
+  if (transport.kind !== 'stdio')
+    return { name: upstream.name, kind: 'http', url: transport.url, headers: transport.headers };
+  const spec = {
+    name: upstream.name,
+    kind: 'stdio' as const,
+    command: transport.command,
+    args: transport.args,
+    env: transport.env,
+    cwd: transport.cwd,
+  };
+  if (upstream.artifacts !== 'shared' || !shared) return spec;
+  // Asked at each start: the download URL is known once the HTTP listener has its port.
+  return { ...spec, env: () => ({ ...transport.env, ...shared.environment() }) };
+}
+
+/** The gateway's artifact store as a `shared` upstream is told of it, in its environment. */
+interface SharedArtifacts {
+  environment(): Record<string, string>;
+}
+
+function sharedArtifacts(service: ArtifactService): SharedArtifacts {
+  return {
+    environment: () => {
+      const route = service.downloadRoute();
+      return {
+        MCP_ENVELOPE_ARTIFACTS_DIR: service.store.dir,
+        MCP_ENVELOPE_ARTIFACTS_DB: service.store.databasePath,
+        ...(route === undefined ? {} : { MCP_ENVELOPE_DOWNLOAD_URL: route }),
+      };
+    },
+  };
 }
 
 function upstreamOptions(upstream: UpstreamConfig): UpstreamOptions {
@@ -215,10 +236,11 @@ export async function startGateway(
     version: GATEWAY_VERSION,
     onError: report,
   });
+  const shared = artifacts ? sharedArtifacts(artifacts) : undefined;
   const status = new UpstreamStatusBoard(config.upstreams.map((upstream) => upstream.name));
   const gatewayOptions = (transport: 'stdio' | 'http', route: string | null): GatewayOptions => ({
     upstreams: config.upstreams.map((upstream) => ({
-      ...upstreamSpec(upstream),
+      ...upstreamSpec(upstream, shared),
       sharing: upstream.sharing,
       options: upstreamOptions(upstream),
     })),
@@ -264,11 +286,11 @@ export async function startGateway(
         path: listen.path,
         mode: config.upstreams.map((upstream) => `${upstream.name}: ${upstream.dialect}`).join(', '),
         onError: report,
+        onListening: (url) => artifacts?.useOrigin(new URL(url).origin),
         ...(artifacts
           ? { downloads: { path: config.artifacts.downloadPath, handler: artifacts.handler } }
           : {}),
       });
-      artifacts?.useOrigin(new URL(http.url).origin);
     }
     if (config.listen.stdio) stdio = await serveGatewayOnStdio(gatewayOptions('stdio', null));
   } catch (error) {

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,8 +15,9 @@ import { NODE, ROOT, type Running } from '../gateway/processes.ts';
 
 /**
  * The README's quick start for documents: the example gateway (its template
- * server sharing the gateway's artifact folder and ledger), then
- * examples/fill-and-verify.ts, then `mcp-envelope verify` on what it wrote.
+ * server sharing the gateway's artifact folder and ledger), on a port of its
+ * own choosing, then examples/fill-and-verify.ts, then `mcp-envelope verify`
+ * on what it wrote.
  */
 
 const SCRIPT = fileURLToPath(new URL('../../examples/fill-and-verify.ts', import.meta.url));
@@ -28,15 +29,9 @@ describe('examples/fill-and-verify.ts against the example gateway', () => {
   let out: string;
 
   beforeAll(async () => {
-    paths = gatewayDir((config) => {
-      const upstreams = config.upstreams as { name: string; stdio: { env: Record<string, string> } }[];
-      const templates = upstreams.find((upstream) => upstream.name === 'templates');
-      if (!templates) throw new Error('the example configuration has no templates upstream');
-      // The gateway's folder and ledger, wherever this copy of the configuration keeps them.
-      const ledger = (config.ledger as { path: string }).path;
-      templates.stdio.env.TEMPLATE_SERVER_ARTIFACTS_DIR = join(dirname(ledger), 'data', 'artifacts');
-      templates.stdio.env.TEMPLATE_SERVER_ARTIFACTS_DB = ledger;
-    });
+    // The example configuration as it is: the template server shares the gateway's store (`"artifacts":
+    // "shared"`), wherever this copy keeps it, and learns the port the gateway listens on.
+    paths = gatewayDir();
     gateway = await startGatewayHttp(['--config', paths.config]);
     out = join(paths.dir, 'downloads');
   }, 60_000);
@@ -49,6 +44,8 @@ describe('examples/fill-and-verify.ts against the example gateway', () => {
   it('downloads the filled document from the gateway, and it verifies against its record', async () => {
     const { stdout } = await run(NODE, [SCRIPT, gateway.url, out], { cwd: ROOT });
     expect(stdout).toMatch(/^run [0-9a-f-]+: meeting-minutes\.docx, \d+ bytes/);
+    // The template server's own link names the port this gateway chose, not the example's 8787.
+    expect(stdout).toContain(`link ${new URL(gateway.url).origin}/api/download?id=`);
     expect(readdirSync(out).sort()).toEqual(['meeting-minutes.docx', 'record.json']);
     const verified = await runCli(['verify', join(out, 'record.json'), '--artifacts', out]);
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayDir, removeGatewayDirs, startGatewayHttp } from '../gateway/gateway-process.ts';
@@ -8,8 +7,10 @@ import { firstText } from './spawn.ts';
 /**
  * The template server behind a real gateway (bin/mcp-envelope, needs
  * `npm run build`), configured as examples/gateway.config.json configures it:
- * given the gateway's artifact folder and database, so the documents it fills
- * are served by the gateway's own /api/download.
+ * sharing the gateway's artifact store (`"artifacts": "shared"`: the folder,
+ * the database and the download route reach it in its environment), so the
+ * documents it fills are linked to and served by the gateway's own
+ * /api/download, on whatever port the gateway took.
  */
 
 type Json = ReturnType<typeof JSON.parse>;
@@ -20,18 +21,11 @@ describe('examples/template-server behind the gateway', () => {
 
   beforeAll(async () => {
     const { config } = gatewayDir((settings) => {
-      const upstreams = settings.upstreams as { name: string; stdio: { env: Record<string, string> } }[];
+      const upstreams = settings.upstreams as { name: string }[];
       const templates = upstreams.find((upstream) => upstream.name === 'templates');
       if (!templates) throw new Error('examples/gateway.config.json has no templates upstream');
-      const dir = join(String((settings.ledger as { path: string }).path), '..');
-      // The same folder and database for both, as in the example (there relative to examples/).
-      templates.stdio.env = {
-        ...templates.stdio.env,
-        TEMPLATE_SERVER_ARTIFACTS_DIR: join(dir, 'artifacts'),
-        TEMPLATE_SERVER_ARTIFACTS_DB: join(dir, 'ledger.sqlite'),
-      };
+      // As the example configures it: `"artifacts": "shared"`, nothing else.
       settings.upstreams = [templates];
-      settings.artifacts = { dir: join(dir, 'artifacts') };
     });
     gateway = await startGatewayHttp(['--config', config]);
     client = new Client({ name: 'template-gateway-test', version: '1.0.0' });
@@ -63,7 +57,9 @@ describe('examples/template-server behind the gateway', () => {
     });
     expect(filled).toMatchObject({ ok: true, tool: 'fill_template', data: { return_mode: 'url' } });
     const id = filled.data.download_id as string;
-    expect(filled.data.download_url).toBe(`http://127.0.0.1:8787/api/download?id=${encodeURIComponent(id)}`);
+    expect(filled.data.download_url).toBe(
+      `${new URL(gateway.url).origin}/api/download?id=${encodeURIComponent(id)}`,
+    );
     const viaTool = await call('download_filled', { download_id: id });
     // The gateway listens on another port here: its own download route, by the same id.
     const download = await fetch(new URL(`/api/download?id=${encodeURIComponent(id)}`, gateway.url));

@@ -1093,6 +1093,38 @@ describe('upstreams[].sharing', () => {
   );
 });
 
+describe('upstreams[].artifacts', () => {
+  proves(
+    ['upstreams[].artifacts'],
+    "artifacts: shared hands a stdio upstream the gateway's store and its download route; own, nothing",
+    async () => {
+      const dir = folder('shared-store');
+      const gateway = await startHttp(dir, {
+        upstreams: [probe('sharing', { artifacts: 'shared' }), probe('owning')],
+        listen: { stdio: false, http: { port: 0 } },
+        logs: { enabled: false },
+      });
+      const client = await sdkClient(gateway.url);
+      try {
+        const storeOf = async (name: string) =>
+          resultOf<{ dir: string | null; db: string | null; downloadUrl: string | null }>(
+            await client.callTool({ name, arguments: {} }),
+          );
+        // Relative to the configuration's folder, and the port the gateway chose (0 in the file).
+        expect(await storeOf('sharing__artifact_store')).toEqual({
+          dir: join(dir, 'data', 'artifacts'),
+          db: join(dir, 'data', 'ledger.sqlite'),
+          downloadUrl: `${new URL(gateway.url).origin}/api/download`,
+        });
+        expect(await storeOf('owning__artifact_store')).toEqual({ dir: null, db: null, downloadUrl: null });
+      } finally {
+        await client.close();
+        await gateway.stop();
+      }
+    },
+  );
+});
+
 // ---------------------------------------------------------------------------
 // Artifacts: `downloads` with every artifact setting away from its default,
 // `kept` with a longer link lifetime, against `plain` (defaults) and `listener`

@@ -76,6 +76,8 @@ export interface HttpGatewayOptions extends OriginPolicy {
    * signed id is the capability. Host and Origin checks apply as everywhere.
    */
   downloads?: { path: string; handler: (req: IncomingMessage, res: ServerResponse) => Promise<void> };
+  /** Told the endpoint's URL once the server listens, before any upstream is started. */
+  onListening?: (url: string) => void;
 }
 
 export interface HttpGateway {
@@ -378,12 +380,15 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       resolve();
     });
   });
-  const ready = options.warmSpare !== false ? table.prewarm() : Promise.resolve();
   const address = server.address() as AddressInfo;
   const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${hostForUrl}:${address.port}${mcpPath}`;
+  // Before any upstream starts, so those told the gateway's address are told the real one.
+  options.onListening?.(url);
+  const ready = options.warmSpare !== false ? table.prewarm() : Promise.resolve();
 
   return {
-    url: `http://${hostForUrl}:${address.port}${mcpPath}`,
+    url,
     server,
     ready,
     sessionCount: () => table.size,

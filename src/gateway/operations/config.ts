@@ -32,6 +32,7 @@ import {
   type InvalidInputForm,
   type ProvenanceMode,
   type ReturnMode,
+  type UpstreamArtifacts,
   type UpstreamDialect,
   type UpstreamSharing,
   type ValidationMode,
@@ -43,6 +44,7 @@ export {
   type ProvenanceMode,
   type ReturnMode,
   UPSTREAM_DIALECTS,
+  type UpstreamArtifacts,
   type UpstreamDialect,
   type UpstreamSharing,
   type ValidationMode,
@@ -89,6 +91,8 @@ export interface UpstreamConfig {
   };
   /** How the upstream's processes are shared among 2025-era HTTP sessions. */
   sharing: UpstreamSharing;
+  /** Whether the gateway's artifact store is the upstream's too. */
+  artifacts: UpstreamArtifacts;
 }
 
 export interface HttpListenConfig {
@@ -304,9 +308,28 @@ export function resolveGatewayConfig(
     },
     ids: { seed: raw.ids?.seed },
     signing,
-    artifacts: resolveArtifacts(raw.artifacts ?? {}, baseDir, env),
+    artifacts: sharedArtifacts(resolveArtifacts(raw.artifacts ?? {}, baseDir, env), upstreams),
     rateLimits: resolveRateLimits(raw.rateLimits ?? (defaults.rateLimits as RateLimitRule[]), names),
   };
+}
+
+/** Artifact sharing fails closed: only with a store to share, and only with a process the gateway starts. */
+function sharedArtifacts(artifacts: ArtifactsConfig, upstreams: readonly UpstreamConfig[]): ArtifactsConfig {
+  upstreams.forEach((upstream, index) => {
+    if (upstream.artifacts !== 'shared') return;
+    const pointer = encodePointer(['upstreams', index, 'artifacts']);
+    if (!artifacts.enabled)
+      throw configError(
+        `Upstream "${upstream.name}" shares the gateway's artifact store, but artifacts.enabled is false`,
+        pointer,
+      );
+    if (upstream.transport.kind !== 'stdio')
+      throw configError(
+        `Upstream "${upstream.name}" is reached by URL: the gateway cannot hand it its artifact store (only stdio upstreams share it)`,
+        pointer,
+      );
+  });
+  return artifacts;
 }
 
 /** The rate rules, each bucket named once and each upstream one that is configured. */
@@ -500,6 +523,7 @@ function resolveUpstream(
     tiers: { tools: {} },
     restart,
     sharing: upstream.sharing ?? defaults.sharing,
+    artifacts: upstream.artifacts ?? defaults.artifacts,
   };
 }
 
@@ -607,6 +631,7 @@ interface RawUpstream {
     maxAttempts?: number;
   };
   sharing?: UpstreamSharing;
+  artifacts?: UpstreamArtifacts;
 }
 
 interface RawToken {

@@ -35,7 +35,8 @@ export type UpstreamSpec =
       kind: 'stdio';
       command: string;
       args?: readonly string[];
-      env?: Record<string, string>;
+      /** A function is asked at each start, for values known only once the gateway runs (its address). */
+      env?: Record<string, string> | (() => Record<string, string>);
       cwd?: string;
     }
   | { name: string; kind: 'http'; url: string; headers?: Record<string, string> };
@@ -460,7 +461,7 @@ export class Upstream {
       return new ChildProcessTransport({
         command: spec.command,
         args: spec.args,
-        env: spec.env,
+        env: typeof spec.env === 'function' ? spec.env() : spec.env,
         cwd: spec.cwd,
         stderr: this.stderr,
         budget: this.#budget,

@@ -62,6 +62,7 @@ describe('loadGatewayConfig', () => {
         tiers: { tools: {} },
         restart: { enabled: true, initialDelayMs: 100, maxDelayMs: 5000, factor: 2, maxAttempts: 5 },
         sharing: 'shared',
+        artifacts: 'own',
       },
     ]);
     expect(config.tiers).toBeUndefined();
@@ -191,6 +192,21 @@ describe('bad configuration', () => {
       { upstreams: [{ name: 'a' }] },
       '/upstreams/0',
       /exactly one of "stdio" or "url"/,
+    ],
+    [
+      'an artifact store shared while artifacts are off',
+      {
+        upstreams: [{ name: 'a', stdio: { command: 'x' }, artifacts: 'shared' }],
+        artifacts: { enabled: false },
+      },
+      '/upstreams/0/artifacts',
+      /artifacts\.enabled is false/,
+    ],
+    [
+      'an artifact store shared with an upstream reached by URL',
+      { upstreams: [{ name: 'a', url: { url: 'http://h/' }, artifacts: 'shared' }] },
+      '/upstreams/0/artifacts',
+      /only stdio upstreams share it/,
     ],
     [
       'both stdio and url',
