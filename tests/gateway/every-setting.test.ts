@@ -1059,7 +1059,7 @@ describe('ledger and logs', () => {
 });
 
 // ---------------------------------------------------------------------------
-// Being built: enable when upstream sharing among HTTP sessions lands
+// How an upstream is shared: its processes among HTTP sessions, the gateway's artifact store.
 
 describe('upstreams[].sharing', () => {
   proves(
