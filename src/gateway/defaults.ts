@@ -5,6 +5,7 @@
  * and the fallbacks of the modules that take options all agree. A leaf module
  * (it imports only the schema), so every part of the gateway can read it.
  */
+import type { ReturnMode } from '../artifacts/service.ts';
 import type { ResultDialectId } from '../envelope/dialect.ts';
 import schema from '../schemas/data/gateway.config.schema.json' with { type: 'json' };
 
@@ -20,7 +21,7 @@ export const UPSTREAM_DIALECTS = [
 ] as const satisfies readonly UpstreamDialect[];
 export type ValidationMode = 'enforce' | 'warn' | 'off';
 /** How a result stored as an artifact reaches the client (the `artifacts.defaultReturnMode` setting). */
-export type ReturnMode = 'url' | 'base64' | 'mcp_resource';
+export type { ReturnMode };
 export type InvalidInputForm = 'result' | 'jsonrpc-error';
 export type ProvenanceMode = 'minimal' | 'full';
 /** `shared`: one upstream process serves a principal's 2025-era HTTP sessions; `per-session`: one each. */

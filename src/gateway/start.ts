@@ -299,10 +299,10 @@ export async function startGateway(
   }
   const exposed = exposureWarning(config, http?.url);
   if (exposed) report(exposed);
-  const links = artifacts?.downloadUrl('0')?.replace(/0$/, '<download id>');
-  if (artifacts && links) {
+  const route = artifacts?.downloadRoute();
+  if (artifacts && route) {
     report(
-      `downloads: ${links} (links live ${formatDuration(artifacts.ttlMs)}; artifacts up to ${formatBytes(artifacts.maxBytes)}, kept in ${config.artifacts.dir})`,
+      `downloads: ${route}?id=<download id> (links live ${formatDuration(artifacts.ttlMs)}; artifacts up to ${formatBytes(artifacts.maxBytes)}, kept in ${config.artifacts.dir})`,
     );
   }
   // The first session's upstreams have started or failed, so the caller can say which.

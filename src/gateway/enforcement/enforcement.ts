@@ -18,8 +18,7 @@ import {
   thrownSummary,
   type UnenforcedCall,
 } from '../../mcp/pipeline.ts';
-import type { RateDecision } from '../../ratelimit/gcra.ts';
-import { type RateCheck, RateLimiter, type RateLimitRule } from '../../ratelimit/limiter.ts';
+import { RateLimiter, type RateLimitRule } from '../../ratelimit/limiter.ts';
 import { passthroughMode, passthroughReturnMode, splitReturnMode } from '../artifacts/return-modes.ts';
 import type { CallLog, CallLogFacts, CallTransport } from '../operations/call-log.ts';
 import type { GatewayTiers, UpstreamConfig } from '../operations/config.ts';
@@ -30,12 +29,7 @@ import {
   type ToolCallContext,
   type ToolCallHandler,
 } from '../relay/relay.ts';
-import {
-  deniedPassthrough,
-  type RateLimitedListener,
-  rateLimitedListener,
-  withRateMeta,
-} from './rate-limits.ts';
+import { deniedPassthrough, rateLimitedListener, withRateMeta } from './rate-limits.ts';
 
 /**
  * What the gateway does to every tools/call: per upstream, either pass the
@@ -106,8 +100,6 @@ export class Enforcement {
   readonly #options: EnforcementOptions;
   /** Shared by every route and transport, so a bucket counts a caller's calls however they come. */
   readonly #limiter: RateLimiter;
-  /** Calls whose HTTP server wants to hear of a denial (for its Retry-After header). */
-  readonly #denialListeners = new WeakMap<ToolCall, RateLimitedListener>();
   /** Call-log lines to write once their answers have gone. */
   readonly #waiting = new Set<() => void>();
 
@@ -131,22 +123,15 @@ export class Enforcement {
               ...(options.tiers ? this.#tierGate(config, options.tiers) : {}),
               ...(options.artifacts ? { artifacts: options.artifacts } : {}),
               // Always set: hosted-v2 answers carry the null placeholder when no rule applies.
-              rateLimit: (call) => this.#checkRate(call, config.name),
+              rateLimit: (call) =>
+                this.#limiter.check({
+                  principal: call.principal,
+                  upstream: config.name,
+                  tool: call.tool.name,
+                }),
             });
       this.#routes.set(config.name, { config, pipeline });
     }
-  }
-
-  /** The pipeline's rate check for a call to `upstream`; a denial is told to the call's listener. */
-  #checkRate(call: ToolCall, upstream: string): RateCheck {
-    const checked = this.#limiter.check({ principal: call.principal, upstream, tool: call.tool.name });
-    const listener = this.#denialListeners.get(call);
-    if (!listener) return checked;
-    const tell = (decision: RateDecision | null) => {
-      if (decision && !decision.allowed) listener(decision);
-      return decision;
-    };
-    return checked instanceof Promise ? checked.then(tell) : tell(checked);
   }
 
   /** A tool's name as clients call it: namespaced when the gateway fronts several upstreams. */
@@ -304,10 +289,12 @@ export class Enforcement {
     // but its _meta (progress tokens and the like) still reaches the upstream.
     const meta = config.provenance.enabled ? withProvenanceDefaults(params._meta, config) : undefined;
     const tier = tierOf(context);
+    const listener = rateLimitedListener(context.authInfo);
     const call: ToolCall = {
       tool,
       ...(tier === undefined ? {} : { tier }),
       principal,
+      ...(listener ? { onRateLimited: listener } : {}),
       ...(returnMode === undefined ? {} : { returnMode }),
       arguments: params.arguments,
       meta,
@@ -320,8 +307,6 @@ export class Enforcement {
       isProtocolSignal: isRoundSignal,
       ...(report ? { report } : {}),
     };
-    const listener = rateLimitedListener(context.authInfo);
-    if (listener) this.#denialListeners.set(call, listener);
     return pipeline.callTool(call);
   }
 

@@ -36,6 +36,7 @@ export async function checkRateLimit(ctx: CallContext): Promise<Decision | undef
   const info = rateLimitInfo(decision);
   ctx.rate = { info, applies: decision !== null, denied: decision !== null && !decision.allowed };
   if (decision === null || decision.allowed) return undefined;
+  ctx.call.onRateLimited?.(decision);
   return onEnvelope(envelopeV01For(deniedModel(ctx, decision, info)), 'denied', 'rejected');
 }
 

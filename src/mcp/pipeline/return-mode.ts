@@ -1,3 +1,4 @@
+import type { ReturnMode } from '../../artifacts/service.ts';
 import { isJsonObject } from '../../canonical/json-value.ts';
 import { EnvelopeError, isEnvelopeError } from '../../errors/index.ts';
 import { METHODS, type ProvRecord } from '../../provenance/index.ts';
@@ -31,8 +32,7 @@ import type { ToolOutput } from './read-output.ts';
  * downloaded file can be verified against the record.
  */
 
-export const RETURN_MODES = ['url', 'base64', 'mcp_resource'] as const;
-export type ReturnMode = (typeof RETURN_MODES)[number];
+export type { ReturnMode };
 
 /** Spellings a caller may use: Hosted MCP v2 says `base64_docx`. */
 const SPELLINGS: Readonly<Record<string, ReturnMode>> = {

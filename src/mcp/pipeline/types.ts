@@ -4,6 +4,7 @@ import type { ResultDialectId } from '../../envelope/dialect.ts';
 import type { Profile, ProfileConfig } from '../../envelope/profiles.ts';
 import type { FeatureGate, TierConfig } from '../../envelope/tiers.ts';
 import type { IdSource } from '../../ids/index.ts';
+import type { RateDecision } from '../../ratelimit/gcra.ts';
 import type { RateCheck } from '../../ratelimit/limiter.ts';
 import type { SchemaRegistry } from '../../schemas/index.ts';
 import type { ToolResultLike } from '../tool-result.ts';
@@ -46,6 +47,8 @@ export interface ToolCall {
   tier?: string;
   /** Who calls, for rate limits kept per caller (a bearer token's id, an address); default: one shared caller. */
   principal?: string;
+  /** Told when the pipeline's rate limit denies this call (an HTTP server adds its Retry-After header). */
+  onRateLimited?: (decision: RateDecision) => void;
   /** The caller's `return_mode`, when `meta` no longer carries it (the gateway strips it before forwarding). */
   returnMode?: unknown;
   /**
