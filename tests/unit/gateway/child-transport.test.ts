@@ -8,6 +8,7 @@ import {
   StderrRing,
   upstreamEnvironment,
 } from '../../../src/gateway/upstreams/child-transport.ts';
+import { deliveredBy } from '../../support/child-script.ts';
 
 /** Runs a child that writes the given stdout bytes and exits; collects what the transport delivers. */
 async function delivered(
@@ -15,21 +16,7 @@ async function delivered(
   maxLineBytes = 200,
 ): Promise<{ messages: JSONRPCMessage[]; stderr: string }> {
   const script = `process.stdout.write(Buffer.from(${JSON.stringify(stdout.toString('base64'))}, 'base64'));`;
-  const stderr = new StderrRing();
-  const transport = new ChildProcessTransport({
-    command: process.execPath,
-    args: ['-e', script],
-    stderr,
-    maxLineBytes,
-  });
-  const messages: JSONRPCMessage[] = [];
-  transport.onmessage = (message) => messages.push(message);
-  const closed = new Promise<void>((resolve) => {
-    transport.onclose = resolve;
-  });
-  await transport.start();
-  await closed;
-  return { messages, stderr: stderr.tail() };
+  return deliveredBy(script, { maxLineBytes });
 }
 
 const pad = 'y'.repeat(400);

@@ -1,7 +1,7 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import { EnvelopeError } from '../../../src/errors/index.ts';
-import { ChildProcessTransport, StderrRing } from '../../../src/gateway/upstreams/child-transport.ts';
+
 import {
   PROCESS_RESULT_BUDGET_BYTES,
   processResultBudget,
@@ -10,6 +10,7 @@ import {
   serializedSizeOf,
   setResultBudget,
 } from '../../../src/gateway/upstreams/result-budget.ts';
+import { deliveredBy } from '../../support/child-script.ts';
 
 function refusal(run: () => unknown): EnvelopeError {
   try {
@@ -121,21 +122,7 @@ async function delivered(
       process.stdout.write(line.slice(half), next);
     };
     next();`;
-  const stderr = new StderrRing();
-  const transport = new ChildProcessTransport({
-    command: process.execPath,
-    args: ['-e', script],
-    stderr,
-    budget,
-  });
-  const messages: JSONRPCMessage[] = [];
-  transport.onmessage = (message) => messages.push(message);
-  const closed = new Promise<void>((resolve) => {
-    transport.onclose = resolve;
-  });
-  await transport.start();
-  await closed;
-  return { messages, stderr: stderr.tail() };
+  return deliveredBy(script, { budget });
 }
 
 const answer = (id: number, bytes: number) =>
