@@ -63,28 +63,51 @@ async function overHttp(flags: string[]): Promise<Front> {
 const textOf = (outcome: Outcome) =>
   (outcome.answers[0]?.result as { content?: { text?: string }[] } | undefined)?.content?.[0]?.text;
 
+/**
+ * The call timeout of every gateway here but those that wait out `hang`: far
+ * longer than a test lives, so a misbehaviour's own failure is the only one a
+ * call can meet, however slow the machine (a 65 MiB answer read under load, a
+ * restart after a crash), never TIMEOUT instead.
+ */
+const NO_TIMEOUT = ['--timeout', '600000'];
+/** For `hang` alone, whose one possible failure is the timeout. */
+const SHORT_TIMEOUT = ['--timeout', '1500'];
+
+const { hang: HANG, ...ANSWERING } = MISBEHAVIOURS;
+
 describe.each([
-  ['stdio', () => overStdio(['--timeout', '1500'])],
-  ['HTTP', () => overHttp(['--timeout', '1500'])],
+  ['stdio', (flags: string[]) => overStdio(flags)],
+  ['HTTP', (flags: string[]) => overHttp(flags)],
 ] as const)('a passthrough gateway over %s in front of a hostile upstream', (_transport, start) => {
   let front: Front;
   let calls = 0;
 
   beforeAll(async () => {
-    front = await start();
+    front = await start(NO_TIMEOUT);
   });
 
   afterAll(async () => {
     await front?.stop();
   });
 
-  async function expectServing(): Promise<void> {
+  async function expectServing(on = front): Promise<void> {
     const id = `echo-${++calls}`;
-    const after = await front.call(id, 'echo', { text: 'still here' });
+    const after = await on.call(id, 'echo', { text: 'still here' });
     expect(textOf(after)).toBe('still here');
   }
 
-  it.each(Object.entries(MISBEHAVIOURS) as [string, Misbehaviour][])(
+  it('hang: one answer, TIMEOUT, and the next call served', async () => {
+    const timing = await start(SHORT_TIMEOUT);
+    try {
+      const outcome = await timing.call(`hang-${++calls}`, HANG.tool, HANG.args);
+      expectOutcome(HANG, outcome.answers, outcome.raw);
+      await expectServing(timing);
+    } finally {
+      await timing.stop();
+    }
+  });
+
+  it.each(Object.entries(ANSWERING) as [string, Misbehaviour][])(
     '%s: one answer, a stable code, and the next call served',
     async (_name, behaviour) => {
       const outcome = await front.call(`${behaviour.tool}-${++calls}`, behaviour.tool, behaviour.args);
@@ -115,11 +138,11 @@ describe.each([
 });
 
 describe('an envelope-mode gateway in front of a hostile upstream', () => {
-  let front: Front;
+  let front: Front & { lines: LineClient };
   let calls = 0;
 
   beforeAll(async () => {
-    front = await overStdio(['--dialect', 'prov-v0.1', '--timeout', '1500']);
+    front = await overStdio(['--dialect', 'prov-v0.1', ...NO_TIMEOUT]);
   });
 
   afterAll(async () => {
@@ -136,18 +159,30 @@ describe('an envelope-mode gateway in front of a hostile upstream', () => {
     return result.structuredContent?.errors?.[0]?.code;
   }
 
-  it.each([
-    ['crash', { code: 3 }, 'ADAPTER.EXECUTION.FAILED'],
-    ['hang', {}, 'TIMEOUT'],
-    ['non_utf8', {}, 'ADAPTER.EXECUTION.FAILED'],
-    ['deep', { levels: 1_500 }, 'ADAPTER.EXECUTION.FAILED'],
-  ] as const)('%s: an error envelope with a stable code, no secret in it', async (tool, args, code) => {
-    const outcome = await front.call(`${tool}-${++calls}`, tool, args);
+  async function expectEnvelopeError(on: Front, tool: string, args: Record<string, unknown>, code: string) {
+    const outcome = await on.call(`${tool}-${++calls}`, tool, args);
     expect(outcome.answers).toHaveLength(1);
     expect(envelopeCode(outcome)).toBe(code);
     for (const secret of HOSTILE_SECRETS) expect(outcome.raw).not.toContain(secret);
-    const after = await front.call(`echo-${++calls}`, 'echo', { text: 'ok' });
+    const after = await on.call(`echo-${++calls}`, 'echo', { text: 'ok' });
     expect(after.answers[0]?.error).toBeUndefined();
+  }
+
+  it.each([
+    ['crash', { code: 3 }, 'ADAPTER.EXECUTION.FAILED'],
+    ['non_utf8', {}, 'ADAPTER.EXECUTION.FAILED'],
+    ['deep', { levels: 1_500 }, 'ADAPTER.EXECUTION.FAILED'],
+  ] as const)('%s: an error envelope with a stable code, no secret in it', async (tool, args, code) => {
+    await expectEnvelopeError(front, tool, args, code);
+  });
+
+  it('hang: an error envelope with TIMEOUT, no secret in it', async () => {
+    const timing = await overStdio(['--dialect', 'prov-v0.1', ...SHORT_TIMEOUT]);
+    try {
+      await expectEnvelopeError(timing, 'hang', {}, 'TIMEOUT');
+    } finally {
+      await timing.stop();
+    }
   });
 
   it.each([
@@ -163,16 +198,21 @@ describe('an envelope-mode gateway in front of a hostile upstream', () => {
   });
 
   it('a crash fails the calls in flight at once, not at their timeout', async () => {
-    const lines = (front as Front & { lines: LineClient }).lines;
+    const lines = front.lines;
     const hung = `hang-${++calls}`;
+    const announced = () => lines.received.filter((item) => item.raw.includes('"hanging"')).length;
+    const before = announced();
     lines.send(
       JSON.stringify({
         jsonrpc: '2.0',
         id: hung,
         method: 'tools/call',
-        params: { name: 'hang', arguments: {} },
+        params: { name: 'hang', arguments: { announce: true } },
       }),
     );
+    // The upstream has the call (it said so) before the crash is sent: the crash cannot overtake it
+    // and leave it to a restarted upstream, and with no timeout in reach only the crash can end it.
+    await lines.until(() => announced() > before, 10_000, 'the upstream saying it hangs');
     const crash = await front.call(`crash-${++calls}`, 'crash', { code: 2 });
     expect(envelopeCode(crash)).toBe('ADAPTER.EXECUTION.FAILED');
     const inFlight = await lines.answerTo(hung);
@@ -252,7 +292,7 @@ describe('secrets cut by the edge of the stderr excerpt', () => {
   let front: Front;
 
   beforeAll(async () => {
-    front = await overStdio(['--timeout', '5000']);
+    front = await overStdio(NO_TIMEOUT);
   });
 
   afterAll(async () => {
