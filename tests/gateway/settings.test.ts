@@ -159,6 +159,40 @@ describe('upstream state, where the operator looks', () => {
     expect(page).toContain('<strong>retrying</strong>');
     expect(page).not.toContain('FOO_URL');
   });
+
+  // Node prints the module's name, then a stack and more: the last lines alone do not hold it.
+  const MISSING = ['-e', "require('mcp-envelope-no-such-module')"];
+  const NAMED = "Error: Cannot find module 'mcp-envelope-no-such-module'";
+
+  it('shows the stderr line that names why it did not start, though a stack follows it', async () => {
+    const { config } = gatewayDir((raw) => {
+      raw.upstreams = [
+        { name: 'alpha', stdio: { command: 'node', args: [FIXTURE] }, dialect: 'prov-v0.1' },
+        {
+          name: 'unbuilt',
+          stdio: { command: 'node', args: MISSING },
+          dialect: 'prov-v0.1',
+          restart: { initialDelayMs: 60_000, maxDelayMs: 60_000, factor: 2, maxAttempts: 1 },
+        },
+      ];
+      raw.auth = { required: false, tokens: [] };
+    });
+    const gateway = await startGatewayHttp(['--config', config, '--no-stdio']);
+    running.push(gateway);
+    const banner = gateway.stderr();
+    expect(banner).toMatch(/upstream unbuilt \(prov-v0\.1\): NOT READY, retrying: .*exited with code 1/);
+    expect(banner).toContain(`    stderr: ${NAMED}\n`);
+    // Bounded: the cause, and the last lines after it.
+    expect(banner.match(/^ {4}stderr: /gm)).toHaveLength(6);
+  });
+
+  it('says it in the one line a proxy prints when its upstream did not start', async () => {
+    const run = await runCli(['proxy', '--name', 'unbuilt', '--', NODE, ...MISSING]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(
+      `error[ADAPTER.EXECUTION.FAILED]: upstream unbuilt did not start: exited with code 1 (stderr: ${NAMED})\n`,
+    );
+  });
 });
 
 describe('finding your way around the HTTP surface', () => {

@@ -146,7 +146,7 @@ export const registerProxy: Registrar = (program, invocation) => {
     )
     .option(
       '--env <name[=value]>',
-      "give the upstream this variable, NAME=VALUE or NAME for this process's own (repeatable); otherwise it inherits only a safe base (PATH, HOME, locale, temp dir)",
+      "give the upstream this variable, NAME=VALUE or NAME for this process's own (repeatable); otherwise it inherits only a safe base (PATH, HOME, locale, temp dir, TLS trust settings)",
       collect,
     )
     .action(

@@ -1,11 +1,11 @@
-import { lastLines } from '../upstreams/child-transport.ts';
+import { causeLines } from '../upstreams/child-transport.ts';
 import { operatorView } from '../upstreams/redact.ts';
 import type { Upstream } from '../upstreams/upstream.ts';
 
 /**
  * What the operator sees of each upstream: the latest state any session's
  * connection to it reached (every 2025-era HTTP session has its own), with why
- * it is down and the last lines it wrote on stderr. Read by the banner, the
+ * it is down and what it wrote on stderr that says why. Read by the banner, the
  * info page and /healthz.
  */
 
@@ -15,12 +15,12 @@ export interface UpstreamStatus {
   state: UpstreamState;
   /** Why it is down (not `ready`). */
   reason?: string;
-  /** The last lines the process wrote on stderr when it went down (operator surfaces only). */
+  /** What the process wrote on stderr when it went down: the lines naming a cause, then the last ones (operator surfaces only). */
   stderr?: string[];
 }
 
 /** Lines of stderr kept with a failure: enough to see why, bounded. */
-const STDERR_LINES = 5;
+const STDERR_LINES = 6;
 
 export class UpstreamStatusBoard {
   readonly #states = new Map<string, UpstreamStatus>();
@@ -41,7 +41,7 @@ export class UpstreamStatusBoard {
     }
     // The operator's own view: the full text, where callers got it redacted.
     const failure = upstream.failure ? operatorView(upstream.failure) : undefined;
-    const lines = lastLines(failure?.stderr ?? '', STDERR_LINES);
+    const lines = causeLines(failure?.stderr ?? '', STDERR_LINES);
     this.#states.set(upstream.name, {
       state,
       ...(failure ? { reason: failure.message } : {}),

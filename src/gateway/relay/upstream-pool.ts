@@ -1,6 +1,6 @@
 import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../defaults.ts';
-import { lastLines } from '../upstreams/child-transport.ts';
+import { causeLines } from '../upstreams/child-transport.ts';
 import { operatorView } from '../upstreams/redact.ts';
 import {
   processResultBudget,
@@ -111,13 +111,13 @@ export function noneStarted(upstreams: readonly Upstream[]): EnvelopeError {
   );
 }
 
-/** Why an upstream is down, on one line: the failure and the last line its process wrote on stderr. */
+/** Why an upstream is down, on one line: the failure and the stderr line that names its cause (else its last). */
 function describeDown(upstream: Upstream): string {
   const failure = upstream.failure;
   if (!failure) return `upstream ${upstream.name} is down`;
   // The operator's terminal gets the full text; what clients see is redacted.
   const view = operatorView(failure);
-  const last = lastLines(view.stderr ?? '', 1)[0]?.trim();
+  const last = causeLines(view.stderr ?? '', 1)[0]?.trim();
   return `${view.message}${last ? ` (stderr: ${last})` : ''}`;
 }
 

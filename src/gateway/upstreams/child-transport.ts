@@ -20,9 +20,15 @@ export class StderrRing {
   readonly #limit: number;
   #chunks: string[] = [];
   #size = 0;
+  #dropped = false;
 
   constructor(limitBytes = 8192) {
     this.#limit = limitBytes;
+  }
+
+  /** Whether earlier text was let go: the first line held may then be the end of a longer one. */
+  get dropped(): boolean {
+    return this.#dropped;
   }
 
   push(text: string): void {
@@ -30,11 +36,13 @@ export class StderrRing {
     this.#size += text.length;
     while (this.#size > this.#limit && this.#chunks.length > 1) {
       this.#size -= this.#chunks.shift()?.length ?? 0;
+      this.#dropped = true;
     }
     if (this.#size > this.#limit && this.#chunks.length === 1) {
       const only = this.#chunks[0] ?? '';
       this.#chunks = [only.slice(-this.#limit)];
       this.#size = this.#limit;
+      this.#dropped = true;
     }
   }
 
@@ -72,6 +80,45 @@ export function lastLines(text: string, count: number): string[] {
   return lines.reverse();
 }
 
+/** Words a line uses when it names why a program failed. */
+const CAUSE =
+  /error|cannot|can't|could not|not found|no such|denied|refused|ENOENT|EACCES|EADDRINUSE|fatal|panic/i;
+/** A stack frame (`at f (file:1:2)`, Python's `File "…", line 3`) says where, not why. */
+const FRAME = /^\s*(?:at\s|File\s")/;
+/** How many of the lines shown may be chosen for naming a cause; the rest are the last lines. */
+const MAX_CAUSE_LINES = 3;
+/** Longest line shown; a longer one is cut. */
+const MAX_LINE_CHARS = 300;
+
+/**
+ * At most `count` lines of a stderr excerpt that say why the program failed,
+ * in the order written: the latest lines that name a cause (an error, a file
+ * not found, a permission denied; never a stack frame), then the last lines.
+ * The last lines alone miss the cause whenever a stack follows it, as in
+ * Node's `Error: Cannot find module 'x'`. Latest, because the excerpt may
+ * hold what earlier runs of the same upstream wrote.
+ */
+export function causeLines(text: string, count: number): string[] {
+  if (count <= 0) return [];
+  const lines = text
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .filter((line) => line.trim() !== '');
+  const picked = new Set<number>();
+  for (let index = lines.length - 1; index >= 0; index--) {
+    if (picked.size >= Math.min(MAX_CAUSE_LINES, count)) break;
+    const line = lines[index] as string;
+    if (CAUSE.test(line) && !FRAME.test(line)) picked.add(index);
+  }
+  for (let index = lines.length - 1; index >= 0 && picked.size < count; index--) picked.add(index);
+  return [...picked]
+    .sort((a, b) => a - b)
+    .map((index) => {
+      const line = lines[index] as string;
+      return line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}…` : line;
+    });
+}
+
 /** A cut taken from the end may start on the second half of a surrogate pair: that half alone is dropped. */
 function wholeCharacters(text: string): string {
   const first = text.charCodeAt(0);
@@ -85,8 +132,9 @@ export interface ChildExit {
 
 /**
  * What every upstream inherits from the gateway: what a program needs to run,
- * find its tools, write temporary files and speak the operator's language;
- * nothing that authenticates. The gateway's own secrets (bearer tokens, the
+ * find its tools, write temporary files, speak the operator's language and
+ * trust the certificate authorities the operator trusts; nothing that
+ * authenticates. The gateway's own secrets (bearer tokens, the
  * variables behind `tokenEnv` and `headersFromEnv`, `MCP_ENVELOPE_*`) are
  * therefore never handed on; an upstream that needs a variable gets it from
  * its configuration's `env`. NODE_OPTIONS is left out on purpose: it carries
@@ -108,6 +156,10 @@ export const SAFE_ENVIRONMENT: { readonly posix: readonly string[]; readonly win
     'TMPDIR',
     'TEMP',
     'TMP',
+    // Which certificate authorities TLS trusts: behind a corporate proxy, without them no HTTPS call succeeds.
+    'NODE_EXTRA_CA_CERTS',
+    'SSL_CERT_FILE',
+    'SSL_CERT_DIR',
   ],
   windows: [
     'PATH',
@@ -133,6 +185,9 @@ export const SAFE_ENVIRONMENT: { readonly posix: readonly string[]; readonly win
     'OS',
     'LANG',
     'TZ',
+    'NODE_EXTRA_CA_CERTS',
+    'SSL_CERT_FILE',
+    'SSL_CERT_DIR',
   ],
 };
 

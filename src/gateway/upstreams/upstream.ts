@@ -23,7 +23,7 @@ import { PACKAGE_VERSION } from '../../version.ts';
 import { CONFIG_DEFAULTS } from '../defaults.ts';
 import { ANY_RESULT } from '../jsonrpc/messages.ts';
 import { collectPages } from '../jsonrpc/pagination.ts';
-import { ChildProcessTransport, StderrRing } from './child-transport.ts';
+import { ChildProcessTransport, causeLines, StderrRing } from './child-transport.ts';
 import { connectionVerdict, lossReason } from './connection-loss.ts';
 import { credentialsOf, keepForOperator, redactSecrets } from './redact.ts';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy, restartsInARow } from './restart-policy.ts';
@@ -508,15 +508,23 @@ export class Upstream {
     void connection.client.close().catch(() => {});
   }
 
-  /** Why a start attempt failed: for a child that exited meanwhile, its exit says more than the closed connection. */
+  /**
+   * Why a start attempt failed: for a child that exited meanwhile, its exit says
+   * more than the closed connection. The caller's message also carries the
+   * stderr line that names the cause (else the last): a proxy that cannot start
+   * its one upstream prints this message alone.
+   */
   #startFailure(connection: Connection, error: unknown): EnvelopeError {
     const what = this.spec.kind === 'stdio' ? 'did not start' : 'could not connect';
     const exit =
       connection.transport instanceof ChildProcessTransport ? connection.transport.exit : undefined;
-    const reason = exit
-      ? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`
-      : errorText(error);
-    return this.#failure(`upstream ${this.name} ${what}: ${reason}`, error, connection);
+    const timedOut = error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout;
+    const reason = timedOut
+      ? `no answer to initialize within ${this.#startTimeoutMs} ms`
+      : exit
+        ? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`
+        : errorText(error);
+    return this.#failure(`upstream ${this.name} ${what}: ${reason}`, error, connection, true);
   }
 
   /**
@@ -544,8 +552,13 @@ export class Upstream {
     setImmediate(() => held.release());
   }
 
-  /** ADAPTER.EXECUTION.FAILED with what is known about the process: its exit, and a stderr excerpt. */
-  #failure(message: string, cause?: unknown, connection = this.#latest): EnvelopeError {
+  /**
+   * ADAPTER.EXECUTION.FAILED with what is known about the process: its exit,
+   * and a stderr excerpt; with `quoteStderr`, the caller's message also quotes
+   * the stderr line that names the cause (the operator's surfaces list the
+   * lines themselves, so their message goes without it).
+   */
+  #failure(message: string, cause?: unknown, connection = this.#latest, quoteStderr = false): EnvelopeError {
     const details: Record<string, unknown> = { upstream: this.name };
     const exit =
       connection?.transport instanceof ChildProcessTransport ? connection.transport.exit : undefined;
@@ -557,7 +570,9 @@ export class Upstream {
     // Callers get the failure with likely secrets redacted; the operator's surfaces read the full text.
     const known = credentialsOf(this.spec);
     if (tail) details.stderr = callerExcerpt(this.stderr.text(), known);
-    const failure = new UpstreamFailure(redactSecrets(message, known), details, cause);
+    const quoted = quoteStderr ? telling(this.stderr, known) : undefined;
+    const toCaller = quoted === undefined ? message : `${message} (stderr: ${quoted})`;
+    const failure = new UpstreamFailure(redactSecrets(toCaller, known), details, cause);
     keepForOperator(failure, { message, ...(tail ? { stderr: tail } : {}) });
     return failure;
   }
@@ -739,6 +754,17 @@ export class Upstream {
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The one line of stderr that best says why the process failed, redacted
+ * before it is picked; a first line the ring may hold only the end of is left out.
+ */
+function telling(ring: StderrRing, known: readonly string[]): string | undefined {
+  const redacted = redactSecrets(ring.text(), known);
+  const firstEnd = redacted.indexOf('\n');
+  const whole = !ring.dropped ? redacted : firstEnd < 0 ? '' : redacted.slice(firstEnd + 1);
+  return causeLines(whole, 1)[0]?.trim() || undefined;
 }
 
 /**

@@ -4,6 +4,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   ChildProcessTransport,
+  causeLines,
   lastLines,
   StderrRing,
   upstreamEnvironment,
@@ -106,6 +107,24 @@ describe('the stderr tail', () => {
     ring.push(excerpt);
     expect(ring.lastLines(1)).toEqual(['  at main (server.js:3)']);
   });
+
+  it('reads the lines that name the cause first, then the last ones, in the order written', () => {
+    const python = [
+      'Traceback (most recent call last):',
+      '  File "server.py", line 1, in <module>',
+      '    import missing',
+      "ModuleNotFoundError: No module named 'missing'",
+      'exiting',
+    ].join('\n');
+    expect(causeLines(python, 1)).toEqual(["ModuleNotFoundError: No module named 'missing'"]);
+    expect(causeLines(python, 2)).toEqual(["ModuleNotFoundError: No module named 'missing'", 'exiting']);
+    // Nothing names a cause: the last lines. A stack frame never counts as a cause, whatever it names.
+    expect(causeLines('booting\n    at handleError (server.js:3)\n', 1)).toEqual([
+      '    at handleError (server.js:3)',
+    ]);
+    expect(causeLines('booting\nlistening\n', 5)).toEqual(['booting', 'listening']);
+    expect(causeLines(`Error: ${'x'.repeat(400)}`, 1)[0]).toHaveLength(301);
+  });
 });
 
 describe('the environment an upstream gets', () => {
@@ -166,6 +185,38 @@ describe('the environment an upstream gets', () => {
     } finally {
       process.env = saved;
     }
+  });
+
+  it('keeps the TLS trust settings: a real child trusts the CAs the operator named', async () => {
+    const saved = { ...process.env };
+    const trust = {
+      NODE_EXTRA_CA_CERTS: '/etc/ssl/corporate/ca.pem',
+      SSL_CERT_FILE: '/etc/ssl/corporate/bundle.pem',
+      SSL_CERT_DIR: '/etc/ssl/corporate/certs',
+    };
+    Object.assign(process.env, trust);
+    try {
+      const script = `process.stdout.write(JSON.stringify({ jsonrpc: '2.0', method: 'env', params: process.env }) + '\\n');`;
+      const transport = new ChildProcessTransport({
+        command: process.execPath,
+        args: ['-e', script],
+        stderr: new StderrRing(),
+      });
+      const seen = new Promise<JSONRPCMessage>((resolve) => {
+        transport.onmessage = resolve;
+      });
+      await transport.start();
+      const env = ((await seen) as { params: Record<string, string> }).params;
+      await transport.close();
+      expect(env).toMatchObject(trust);
+    } finally {
+      process.env = saved;
+    }
+    // Windows spells them the same; its names are read whatever their case.
+    expect(upstreamEnvironment({}, { Path: 'C:\\Windows', ssl_cert_file: 'C:\\ca.pem' }, 'win32')).toEqual({
+      Path: 'C:\\Windows',
+      ssl_cert_file: 'C:\\ca.pem',
+    });
   });
 });
 

@@ -174,7 +174,10 @@ describe('an upstream child that cannot start', () => {
 
     const refused = await upstream.connect().catch((error: unknown) => error);
     expect(refused).toMatchObject({ code: 'ADAPTER.EXECUTION.FAILED', exitCode: 3 });
-    expect((refused as Error).message).toBe('upstream beta did not start: exited with code 3');
+    // The caller's message quotes what the process said; the operator's surfaces list its lines instead.
+    expect((refused as Error).message).toBe(
+      `upstream beta did not start: exited with code 3 (stderr: not ready: ${file} exists)`,
+    );
     expect((refused as { stderr?: string }).stderr).toContain('not ready:');
 
     await back;
@@ -211,7 +214,9 @@ describe('an upstream child that cannot start', () => {
     expect(board.get('gamma').state).toBe('gave_up');
     expect(board.summary()).toBe('degraded');
     expect(seen).toEqual(['starting', 'failed', 'starting', 'failed', 'starting', 'gave-up']);
-    expect(upstream.failure?.message).toBe('upstream gamma did not start: exited with code 3');
+    expect(upstream.failure?.message).toBe(
+      `upstream gamma did not start: exited with code 3 (stderr: not ready: ${file} exists)`,
+    );
     // One who listens only now still hears it.
     expect(await new Promise<number>((resolve) => upstream.onGaveUp(resolve))).toBe(2);
     await expect(echo(upstream, 'x', 60_000)).rejects.toBe(upstream.failure);
@@ -232,6 +237,28 @@ describe('an upstream child that cannot start', () => {
     expect(seen).toEqual(['starting', 'closed']);
     expect(() => process.kill(pid ?? 0, 0)).toThrow();
   });
+
+  it.skipIf(process.platform === 'win32')(
+    'says what the process wrote on stderr when initialize is not answered within the start timeout',
+    async () => {
+      // A shell prints at once, well inside the start timeout, then waits forever without answering.
+      const said = 'licence server 10.0.0.1:7070: connection refused';
+      const upstream = upstreamOf(
+        {
+          name: 'licensed',
+          kind: 'stdio',
+          command: 'sh',
+          args: ['-c', `echo "${said}" >&2; exec sleep 600`],
+        },
+        { startTimeoutMs: 1000, restart: { initialDelayMs: 60_000 } },
+      );
+      const refused = await upstream.connect().catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: 'ADAPTER.EXECUTION.FAILED', stderr: `${said}\n` });
+      expect((refused as Error).message).toBe(
+        `upstream licensed did not start: no answer to initialize within 1000 ms (stderr: ${said})`,
+      );
+    },
+  );
 
   it('fails the start, and ends the process, when initialize is not answered within the start timeout', async () => {
     const upstream = upstreamOf(stdio('mute', ['--mute']), {
