@@ -8,8 +8,8 @@
  * - TEMPLATE_SERVER_ARTIFACTS_DB: the SQLite file of the store's metadata (default: MCP_ENVELOPE_ARTIFACTS_DB,
  *   else artifacts.sqlite in that folder).
  * - TEMPLATE_SERVER_DOWNLOAD_URL: the base of download links (default: MCP_ENVELOPE_DOWNLOAD_URL, the
- *   sharing gateway's route; else over HTTP this server's own /api/download, over stdio the gateway's
- *   default address, http://127.0.0.1:8787/api/download).
+ *   sharing gateway's route; else over HTTP this server's own /api/download, and over stdio none: a
+ *   `url` request is then answered as `mcp_resource`, as the gateway answers it without one).
  * - TEMPLATE_SERVER_TTL_MS: how long a filled document and its link live (default 3600000, one hour).
  * - TEMPLATE_SERVER_FILL_LIMIT: fill_template calls per minute per caller (default: no limit).
  * - TEMPLATE_SERVER_TOKEN: over HTTP, the bearer token every call must carry (default: none needed).
@@ -29,7 +29,6 @@ export interface ServerConfig {
 }
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
-export const GATEWAY_DOWNLOAD_URL = 'http://127.0.0.1:8787/api/download';
 /** The longest a link may live: a day. */
 const MAX_TTL_MS = 86_400_000;
 

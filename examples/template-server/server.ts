@@ -10,7 +10,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { RateLimiter } from '../../src/ratelimit/index.ts';
 import { type Catalog, loadCatalog } from './catalog.ts';
-import { ConfigError, configFromEnv, GATEWAY_DOWNLOAD_URL, type ServerConfig } from './config.ts';
+import { ConfigError, configFromEnv, type ServerConfig } from './config.ts';
 import { FilledDocuments } from './documents.ts';
 import { startHttp } from './http.ts';
 import { assertRenderable } from './render.ts';
@@ -57,9 +57,11 @@ async function main(argv: string[]): Promise<void> {
   if (at === -1) {
     if (config.token !== undefined)
       process.stderr.write('TEMPLATE_SERVER_TOKEN applies over HTTP only; ignored on stdio\n');
+    // Over stdio there is no download route unless one is given: a gateway serving HTTP
+    // names its own; one serving stdio only has none, and neither has this process.
     const server = createTemplateServer({
       ...services,
-      downloadUrl: config.downloadUrl ?? GATEWAY_DOWNLOAD_URL,
+      ...(config.downloadUrl === undefined ? {} : { downloadUrl: config.downloadUrl }),
       principal: 'local',
       authenticated: true,
     });

@@ -36,14 +36,20 @@ import { checkValues } from './values.ts';
 export const SERVER_INFO = { name: 'template-server', version: '1.0.0' };
 export const RESOURCE_SCHEME = 'templates';
 const FILLED_URI = `${RESOURCE_SCHEME}://filled/{download_id}`;
+/** Why a `url` request got a resource instead: no route serves this server's documents. */
+const NO_DOWNLOAD_URL =
+  'No download URL: this server was given none (a gateway serving stdio only, with no artifacts.publicUrl, has no download route); read resource_uri instead';
 /** The bucket fill_template's limit is counted in (TEMPLATE_SERVER_FILL_LIMIT). */
 export const FILL_BUCKET = 'templates:fill';
 
 export interface TemplateServerOptions {
   catalog: Catalog;
   documents: FilledDocuments;
-  /** Where download links point (`<base>?id=<download_id>`). */
-  downloadUrl: string;
+  /**
+   * Where download links point (`<base>?id=<download_id>`). Without it there
+   * are no links: `url` is answered as `mcp_resource`, with a note saying why.
+   */
+  downloadUrl?: string;
   /** Counts fill_template calls; undefined: no limit. */
   limiter?: RateLimiter;
   /** Who is calling, for the limiter: a bearer token's holder, an address, `local` over stdio. */
@@ -124,8 +130,9 @@ export function createTemplateServer(options: TemplateServerOptions): McpServer 
     return info;
   }
 
-  function linkOf(downloadId: string): string {
-    return `${options.downloadUrl}?id=${encodeURIComponent(downloadId)}`;
+  function linkOf(downloadId: string): { download_url?: string } {
+    const base = options.downloadUrl;
+    return base === undefined ? {} : { download_url: `${base}?id=${encodeURIComponent(downloadId)}` };
   }
 
   tool(
@@ -163,7 +170,7 @@ export function createTemplateServer(options: TemplateServerOptions): McpServer 
 
   tool(
     'fill_template',
-    'Fill a template with values and get the .docx back: return_mode "url" (default, a download link), "base64_docx" (the bytes inline) or "mcp_resource" (a templates://filled/… resource, with the link as fallback).',
+    'Fill a template with values and get the .docx back: return_mode "url" (default, a download link; a resource when the server has no download route), "base64_docx" (the bytes inline) or "mcp_resource" (a templates://filled/… resource, with the link as fallback).',
     async (args) => {
       const rateLimit = await takeFill();
       const { templateId, values, returnMode } = fillArguments(args);
@@ -187,17 +194,21 @@ export function createTemplateServer(options: TemplateServerOptions): McpServer 
       }
       const saved = await documents.save(bytes, filename);
       const link = {
-        download_url: linkOf(saved.downloadId),
+        ...linkOf(saved.downloadId),
         download_id: saved.downloadId,
         expires_at: saved.expiresAt,
       };
-      if (returnMode === 'mcp_resource') {
+      // A link no one serves is worse than none: without a download route, `url` is answered
+      // as `mcp_resource`, with a note, as the gateway answers it (src/mcp/pipeline/return-mode.ts).
+      const noLink = returnMode === 'url' && link.download_url === undefined;
+      if (returnMode === 'mcp_resource' || noLink) {
         return {
           resource_uri: `${RESOURCE_SCHEME}://filled/${saved.downloadId}`,
           ...link,
           content_type: DOCX_MEDIA_TYPE,
           metadata,
           ...common,
+          ...(noLink ? { return_mode: 'mcp_resource', note: NO_DOWNLOAD_URL } : {}),
         };
       }
       return { ...link, metadata, ...common };

@@ -1,7 +1,8 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayDir, removeGatewayDirs, startGatewayHttp } from '../gateway/gateway-process.ts';
-import type { Running } from '../gateway/processes.ts';
+import { BIN, NODE, ROOT, type Running } from '../gateway/processes.ts';
 import { firstText } from './spawn.ts';
 
 /**
@@ -15,18 +16,25 @@ import { firstText } from './spawn.ts';
 
 type Json = ReturnType<typeof JSON.parse>;
 
+/** examples/gateway.config.json with its templates upstream alone, as the example configures it. */
+function templatesOnly(): string {
+  return gatewayDir((settings) => {
+    const upstreams = settings.upstreams as { name: string }[];
+    const templates = upstreams.find((upstream) => upstream.name === 'templates');
+    if (!templates) throw new Error('examples/gateway.config.json has no templates upstream');
+    // As the example configures it: `"artifacts": "shared"`, nothing else.
+    settings.upstreams = [templates];
+  }).config;
+}
+
+afterAll(() => removeGatewayDirs());
+
 describe('examples/template-server behind the gateway', () => {
   let gateway: Running;
   let client: Client;
 
   beforeAll(async () => {
-    const { config } = gatewayDir((settings) => {
-      const upstreams = settings.upstreams as { name: string }[];
-      const templates = upstreams.find((upstream) => upstream.name === 'templates');
-      if (!templates) throw new Error('examples/gateway.config.json has no templates upstream');
-      // As the example configures it: `"artifacts": "shared"`, nothing else.
-      settings.upstreams = [templates];
-    });
+    const config = templatesOnly();
     gateway = await startGatewayHttp(['--config', config]);
     client = new Client({ name: 'template-gateway-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
@@ -35,7 +43,6 @@ describe('examples/template-server behind the gateway', () => {
   afterAll(async () => {
     await client?.close();
     await gateway?.stop();
-    removeGatewayDirs();
   });
 
   async function call(name: string, args: Record<string, unknown>): Promise<Json> {
@@ -69,5 +76,52 @@ describe('examples/template-server behind the gateway', () => {
     // Missing arguments reach the server, which answers with the Hosted v2 code.
     const missing = await call('get_template', {});
     expect(missing.error).toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+});
+
+describe('examples/template-server behind a gateway serving stdio only', () => {
+  let client: Client;
+
+  beforeAll(async () => {
+    // The banner's own stdio client configuration: `gateway --config FILE --stdio --no-http`.
+    client = new Client({ name: 'template-stdio-gateway-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: NODE,
+        args: [BIN, 'gateway', '--config', templatesOnly(), '--stdio', '--no-http'],
+        cwd: ROOT,
+        stderr: 'ignore',
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await client?.close();
+  });
+
+  async function call(name: string, args: Record<string, unknown>): Promise<Json> {
+    return JSON.parse(firstText(await client.callTool({ name, arguments: args })));
+  }
+
+  it('hands out no link nobody serves: url is answered as a resource the client reads through the gateway', async () => {
+    const filled = await call('fill_template', {
+      template_id: 'meeting-minutes',
+      values: { meeting_title: 'Over stdio', meeting_date: '2026-06-01', attendees: ['Ada'] },
+      return_mode: 'url',
+    });
+    const id = filled.data?.download_id as string;
+    expect(filled).toMatchObject({
+      ok: true,
+      data: {
+        return_mode: 'mcp_resource',
+        resource_uri: `templates://filled/${id}`,
+        note: expect.stringMatching(/^No download URL: /),
+      },
+    });
+    expect(filled.data).not.toHaveProperty('download_url');
+    const read = await client.readResource({ uri: filled.data.resource_uri });
+    const [contents] = read.contents as { blob?: string }[];
+    const viaTool = await call('download_filled', { download_id: id });
+    expect(contents?.blob).toBe(viaTool.data.docx_base64);
   });
 });

@@ -46,7 +46,12 @@ beforeAll(async () => {
   server = await connectExample({
     command: process.execPath,
     args: [SERVER],
-    env: { PATH: process.env.PATH ?? '', TEMPLATE_SERVER_ARTIFACTS_DIR: dir },
+    env: {
+      PATH: process.env.PATH ?? '',
+      TEMPLATE_SERVER_ARTIFACTS_DIR: dir,
+      // The hosted server always had a download route; without one, links are not handed out.
+      TEMPLATE_SERVER_DOWNLOAD_URL: 'http://127.0.0.1:8787/api/download',
+    },
   });
 });
 
