@@ -15,6 +15,7 @@ import {
   type VerifyCheck,
   type VerifyCoverage,
   type VerifyOptions,
+  type VerifyVerdict,
   verify,
 } from '../provenance/verify.ts';
 import type { Ledger, LedgerEntry, UnreadableRow } from './store.ts';
@@ -30,10 +31,17 @@ export interface LedgerEntryReport {
   checks: VerifyCheck[];
 }
 
+/** Records by what their verification established (`coverage.verdict`). */
+export type LedgerVerdictCounts = Record<VerifyVerdict, number>;
+
 export interface LedgerVerifyReport {
+  /** No record failed, and there was a record to verify: an empty ledger is not ok. */
   ok: boolean;
   total: number;
   failed: number;
+  /** Records whose digests or signature were checked and held (wholly or partially). */
+  verified: number;
+  counts: LedgerVerdictCounts;
   entries: LedgerEntryReport[];
 }
 
@@ -125,6 +133,38 @@ export async function verifyLedger(
   if (key !== undefined && reports.length === 0) {
     throw new EnvelopeError('LEDGER_RECORD_NOT_FOUND', `No record with run id or digest ${key}`, { key });
   }
+  const counts: LedgerVerdictCounts = {
+    verified: 0,
+    partially_verified: 0,
+    nothing_verified: 0,
+    nothing_to_verify: 0,
+    failed: 0,
+  };
+  for (const report of reports) counts[report.ok ? report.coverage.verdict : 'failed']++;
   const failed = reports.filter((report) => !report.ok).length;
-  return { ok: failed === 0, total: reports.length, failed, entries: reports };
+  return {
+    ok: failed === 0 && reports.length > 0,
+    total: reports.length,
+    failed,
+    verified: counts.verified + counts.partially_verified,
+    counts,
+    entries: reports,
+  };
+}
+
+/**
+ * The closing line for people: how many records were verified, and what the
+ * others were, so a record with nothing to check is never counted as checked.
+ */
+export function ledgerVerdictLine(report: LedgerVerifyReport): string {
+  if (report.total === 0) return 'NOTHING VERIFIED: the ledger holds no records';
+  const { counts } = report;
+  const partly = counts.partially_verified > 0 ? ` (${counts.partially_verified} partially)` : '';
+  const rest = [
+    counts.nothing_verified > 0 ? `${counts.nothing_verified} with nothing verified` : '',
+    counts.nothing_to_verify > 0 ? `${counts.nothing_to_verify} with nothing to verify` : '',
+    counts.failed > 0 ? `${counts.failed} failed` : '',
+  ].filter((part) => part !== '');
+  const line = [`${report.verified} of ${report.total} records verified${partly}`, ...rest].join(', ');
+  return report.verified === 0 && report.failed === 0 ? `NOTHING VERIFIED: ${line}` : line;
 }

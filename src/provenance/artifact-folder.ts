@@ -13,7 +13,10 @@ import type { Artifact } from './record.ts';
  * 1. a `file:` locator or a bare path, taken relative to the folder (an
  *    absolute path is re-rooted at the folder: `file:/tmp/x.json` → `<folder>/tmp/x.json`);
  * 2. the locator's file name directly in the folder;
- * 3. a file named exactly as the artifact id, when the id is a plain file name.
+ * 3. a file named exactly as the artifact id, when the id is a plain file name;
+ * 4. for an artifact with a sha256 digest, `blobs/<2 hex>/<sha256>`: where the
+ *    gateway's artifact store (its `artifacts.dir`) keeps bytes, so that folder
+ *    can be given as it is.
  */
 
 export const MAX_ARTIFACT_BYTES = 512 * 1024 * 1024;
@@ -25,6 +28,7 @@ export type ArtifactLookup =
 
 const SCHEME = /^([a-zA-Z][a-zA-Z0-9+.-]*):/;
 const PLAIN_FILE_NAME = /^[A-Za-z0-9_][A-Za-z0-9._@+=-]*$/;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 function locatorPath(locator: string): { path: string } | { unsupported: string } | { unsafe: string } {
   let path = locator;
@@ -108,7 +112,7 @@ export class ArtifactFolder {
   }
 
   /** Finds an artifact's content file, or says why it is not obtainable (or unsafe). */
-  async locate(artifact: Pick<Artifact, 'artifact_id' | 'locator'>): Promise<ArtifactLookup> {
+  async locate(artifact: Pick<Artifact, 'artifact_id' | 'locator' | 'digest'>): Promise<ArtifactLookup> {
     const root = await this.realRoot();
     const candidates: string[] = [];
     if (artifact.locator !== undefined) {
@@ -121,6 +125,11 @@ export class ArtifactFolder {
       if (base && base !== relativePath) candidates.push(join(root, base));
     }
     if (PLAIN_FILE_NAME.test(artifact.artifact_id)) candidates.push(join(root, artifact.artifact_id));
+    // The store's layout (src/artifacts/folder-store.ts); the digest is checked against the bytes all the same.
+    const digest = artifact.digest;
+    if (digest?.alg === 'sha256' && SHA256_HEX.test(digest.value)) {
+      candidates.push(join(root, 'blobs', digest.value.slice(0, 2), digest.value));
+    }
     for (const candidate of candidates) {
       const found = await this.confined(candidate);
       if (found) return found;

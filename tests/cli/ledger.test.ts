@@ -6,6 +6,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LEDGER_DB } from '../../src/cli/commands/ledger.ts';
 import { resolveGatewayConfig } from '../../src/gateway/operations/config.ts';
+import { Ledger } from '../../src/ledger/index.ts';
+import { buildCallRecord, DEFAULT_CONTROLS } from '../../src/provenance/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { callRecord } from '../unit/ledger/fixtures.ts';
 
@@ -277,5 +279,85 @@ describe('mcp-envelope ledger reads without writing', () => {
     expect(help.stdout).toContain('Records are not\nchained');
     expect(help.stdout).toMatch(/deleted rows/);
     expect(help.stdout).toMatch(/tool, upstream or created_at/);
+  });
+});
+
+describe('mcp-envelope ledger verify counts what it verified', () => {
+  let dir: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ledger-count-'));
+  });
+
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** A minimal-mode record: with `digests`, its artifacts carry sha256 digests but the record has no digest of its own. */
+  function minimalRecord(runId: string, digests: boolean) {
+    return buildCallRecord({
+      runId,
+      tool: { name: 'echo', version: '1.0.0', adapter: 'mcp' },
+      action: 'wrapped',
+      inputs: [{ id: 'arguments', mediaType: 'application/json', content: { json: { text: runId } } }],
+      result: { text: runId },
+      attached: true,
+      controls: { ...DEFAULT_CONTROLS, captureProvenance: true, captureArtifacts: digests },
+    });
+  }
+
+  it('counts a record with nothing verified or nothing to verify apart from the verified ones', async () => {
+    const records = [
+      callRecord('a1111111-1111-4111-8111-111111111111').envelope,
+      callRecord('a2222222-2222-4222-8222-222222222222').envelope,
+      // Digests of its arguments and result, neither of which is at hand: nothing could be checked.
+      minimalRecord('a3333333-3333-4333-8333-333333333333', true),
+      minimalRecord('a4444444-4444-4444-8444-444444444444', false),
+      minimalRecord('a5555555-5555-4555-8555-555555555555', false),
+    ];
+    for (const [index, value] of records.entries()) {
+      writeFileSync(join(dir, `c${index}.json`), JSON.stringify(value));
+      expect((await cli(dir, 'ledger', 'add', `c${index}.json`, '--db', 'count.sqlite')).code).toBe(0);
+    }
+    const human = await cli(dir, 'ledger', 'verify', '--db', 'count.sqlite');
+    expect(human.code, human.stdout).toBe(0);
+    expect(human.stdout).toMatch(/^ok +3 \S+ echo \(nothing verified\)$/m);
+    expect(human.stdout.trimEnd().split('\n').at(-1)).toBe(
+      '2 of 5 records verified (2 partially), 1 with nothing verified, 2 with nothing to verify',
+    );
+    const json = await cli(dir, 'ledger', 'verify', '--db', 'count.sqlite', '--json');
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: true,
+      total: 5,
+      failed: 0,
+      verified: 2,
+      counts: {
+        verified: 0,
+        partially_verified: 2,
+        nothing_verified: 1,
+        nothing_to_verify: 2,
+        failed: 0,
+      },
+    });
+  });
+
+  it('says so when none of the records could be verified', async () => {
+    writeFileSync(
+      join(dir, 'bare.json'),
+      JSON.stringify(minimalRecord('b1111111-1111-4111-8111-111111111111', false)),
+    );
+    expect((await cli(dir, 'ledger', 'add', 'bare.json', '--db', 'bare.sqlite')).code).toBe(0);
+    const run = await cli(dir, 'ledger', 'verify', '--db', 'bare.sqlite');
+    expect(run.code).toBe(0);
+    expect(run.stdout.trimEnd().split('\n').at(-1)).toBe(
+      'NOTHING VERIFIED: 0 of 1 records verified, 1 with nothing to verify',
+    );
+  });
+
+  it('does not pass an empty ledger: exit 1, saying it holds no records', async () => {
+    Ledger.open(join(dir, 'empty.sqlite'), { create: true }).close();
+    const human = await cli(dir, 'ledger', 'verify', '--db', 'empty.sqlite');
+    expect(human).toMatchObject({ code: 1, stdout: 'NOTHING VERIFIED: the ledger holds no records\n' });
+    const json = await cli(dir, 'ledger', 'verify', '--db', 'empty.sqlite', '--json');
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, total: 0, verified: 0, entries: [] });
   });
 });

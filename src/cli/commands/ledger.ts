@@ -3,6 +3,7 @@ import { type Command, Option } from 'commander';
 import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../../gateway/operations/config.ts';
 import { Ledger, type LedgerEntry, verifyLedger } from '../../ledger/index.ts';
+import { ledgerVerdictLine } from '../../ledger/verify.ts';
 import { loadPublicKey } from '../../provenance/index.ts';
 import { type Invocation, type Registrar, runs } from '../command.ts';
 import { readInputBytes, readJsonInput } from '../input.ts';
@@ -153,6 +154,9 @@ What it proves: each row's record still has the digest stored with it, and
 the record (or the envelope it came in) passes the provenance checks,
 signatures included when the records are signed and --public-key is given.
 A row that cannot be read fails on its own, named by seq, run id and digest.
+The closing line counts only the records whose digests or signature were
+checked and held as verified; the others are counted apart (nothing verified,
+nothing to verify, failed), and an empty ledger is no pass (exit 1).
 
 What it does not prove: unless the gateway signs its records (its \`signing\`
 setting) and --public-key is given, a rewrite that keeps each row consistent
@@ -164,11 +168,16 @@ changed.`;
 function registerVerify(ledger: Command, invocation: Invocation): void {
   ledger
     .command('verify')
-    .description('recompute every stored record digest and verify each record; exit 1 when any fails')
+    .description(
+      'recompute every stored record digest and verify each record; exit 1 when any fails or the ledger is empty',
+    )
     .addHelpText('after', VERIFY_LIMITS)
     .argument('[key]', 'only the records with this run id or record digest')
     .option('--db <file>', DB_HELP)
-    .option('--artifacts <dir>', 'folder holding artifact content to re-digest (as verify takes it)')
+    .option(
+      '--artifacts <dir>',
+      "folder holding artifact content to re-digest (as verify takes it; the gateway's artifacts.dir too)",
+    )
     // The earlier spelling, kept working.
     .addOption(new Option('--artifacts-dir <dir>').hideHelp())
     .option(
@@ -201,7 +210,7 @@ function registerVerify(ledger: Command, invocation: Invocation): void {
             const head = `${entry.ok ? 'ok  ' : 'FAIL'} ${String(entry.seq).padStart(5)} ${entry.run_id} ${entry.tool} (${verdict})`;
             return [head, ...failed.map((check) => `       ${check.check}: ${check.message}`)].join('\n');
           });
-          lines.push(`${report.total - report.failed} of ${report.total} records verified`);
+          lines.push(ledgerVerdictLine(report));
           return { exitCode: report.ok ? EXIT.ok : EXIT.checkFailed, human: lines.join('\n'), json: report };
         },
       ),
