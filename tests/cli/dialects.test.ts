@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -221,5 +221,55 @@ describe('convert and wrap agree on their flags', () => {
       expect(result.code, flag).toBe(0);
       expect(JSON.parse(result.stdout), flag).toMatchObject({ tool: 'named', data: { n: 1 } });
     }
+  });
+});
+
+describe('detect, normalize and convert given a whole CallToolResult', () => {
+  const scalpel = readFileSync(fixture('scalpel-v1.error.json'), 'utf8');
+  // A number past double precision, written out, so the test can see it kept as written.
+  const hostedText =
+    '{"ok":true,"tool":"count","schema_version":"2026-05-06","data":{"n":12345678901234567890}}';
+  const structured = `{"content":[{"type":"text","text":${JSON.stringify(hostedText)}}],"structuredContent":${hostedText},"isError":false}`;
+  const textOnly = JSON.stringify({ content: [{ type: 'text', text: scalpel }], isError: true, _meta: {} });
+
+  it('detect names the dialect of the envelope inside, and says where it was found', async () => {
+    const found = await run(['detect', '-'], structured);
+    expect(found).toMatchObject({
+      code: 0,
+      stdout: "hosted-v2 2026-05-06 (read from a CallToolResult's structuredContent)\n",
+    });
+    const json = await run(['detect', '-', '--json'], textOnly);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      dialect: 'scalpel-v1',
+      call_tool_result: 'content[0].text',
+    });
+  });
+
+  it('normalize decodes the envelope inside', async () => {
+    const result = await run(['normalize', '-'], textOnly);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      from: 'scalpel-v1',
+      call_tool_result: 'content[0].text',
+      model: { ok: false, tool: 'extract_code', error: { code: 'NOT_FOUND' } },
+    });
+  });
+
+  it('convert converts the envelope inside, its numbers as written, and notes where it was found', async () => {
+    const converted = await run(['convert', '-', '--to', 'prov-v0.1'], structured);
+    expect(converted.code, converted.stderr).toBe(0);
+    expect(converted.stderr).toContain("note: read from a CallToolResult's structuredContent");
+    expect(converted.stdout).toContain('"result":{"n":12345678901234567890}');
+    expect(JSON.parse(converted.stdout)).toMatchObject({ schema_version: 'mcp.envelope.v0.1' });
+    // Already in the target dialect: the envelope as the tool wrote it, not the CallToolResult around it.
+    const same = await run(['convert', '-', '--to', 'hosted-v2'], structured);
+    expect(same.stdout).toBe(`${hostedText}\n`);
+  });
+
+  it('reads an object with members a CallToolResult does not have as a payload, as before', async () => {
+    const payload = JSON.stringify({ content: [{ type: 'text', text: scalpel }], total: 1 });
+    const detected = await run(['detect', '-', '--json'], payload);
+    expect(JSON.parse(detected.stdout)).toMatchObject({ dialect: 'legacy' });
+    expect(JSON.parse(detected.stdout)).not.toHaveProperty('call_tool_result');
   });
 });

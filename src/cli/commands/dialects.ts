@@ -1,5 +1,5 @@
 import { Option } from 'commander';
-import { plainJson } from '../../canonical/json-value.ts';
+import { isJsonObject, plainJson } from '../../canonical/json-value.ts';
 import { convert, normalize } from '../../envelope/convert.ts';
 import { detectDialect } from '../../envelope/detect.ts';
 import { DIALECT_IDS, type Loss, type ResultDialectId } from '../../envelope/dialect.ts';
@@ -13,8 +13,9 @@ import {
   profileConfigFrom,
 } from '../../envelope/profiles.ts';
 import { EnvelopeError } from '../../errors/index.ts';
+import { type ToolResultLike, toolResultPayload } from '../../mcp/tool-result.ts';
 import { type Registrar, runs } from '../command.ts';
-import { readJsonInput, readResultInput } from '../input.ts';
+import { type ResultInput, readJsonInput, readResultInput } from '../input.ts';
 import { EXIT } from '../output.ts';
 
 /** detect, normalize and convert: the dialect layer on the command line. */
@@ -55,6 +56,102 @@ async function profileFrom(
 const PROFILE_CONFIG_HELP =
   'JSON file: {"include_only": {"tool": ["member", …]}, "defaults": {"member": value}} (used by minimal)';
 
+/** The members a CallToolResult may have; an object with any other is not one. */
+const CALL_TOOL_RESULT_MEMBERS: ReadonlySet<string> = new Set([
+  'content',
+  'structuredContent',
+  'isError',
+  '_meta',
+]);
+const CONTENT_BLOCK_TYPES: ReadonlySet<string> = new Set([
+  'text',
+  'image',
+  'audio',
+  'resource',
+  'resource_link',
+]);
+
+/**
+ * Whether a value is an MCP CallToolResult rather than a payload: a `content`
+ * array of content blocks (empty only beside `structuredContent`), no member a
+ * CallToolResult does not have, and no envelope dialect of its own.
+ */
+function isCallToolResult(value: unknown): value is ToolResultLike {
+  if (!isJsonObject(value) || !Array.isArray(value.content)) return false;
+  if (Object.keys(value).some((key) => !CALL_TOOL_RESULT_MEMBERS.has(key))) return false;
+  if (value.content.length === 0 && value.structuredContent === undefined) return false;
+  const blocks = value.content.every(
+    (block) => isJsonObject(block) && typeof block.type === 'string' && CONTENT_BLOCK_TYPES.has(block.type),
+  );
+  if (!blocks || (value.isError !== undefined && typeof value.isError !== 'boolean')) return false;
+  if (value._meta !== undefined && !isJsonObject(value._meta)) return false;
+  const own = detectDialect(value).dialect;
+  return own === null || own === 'legacy';
+}
+
+/** A result read out of a CallToolResult: the payload, and the member it came from. */
+interface Unwrapped {
+  input: ResultInput;
+  /** `structuredContent`, `content[0].text` or `content` (several blocks, none, or not text). */
+  from: string;
+}
+
+/**
+ * The payload of a CallToolResult, found as readToolResult finds it
+ * (`toolResultPayload`): `structuredContent`, else the JSON in a single text
+ * block, else the text, else the content blocks. Its numbers stay as written.
+ */
+function unwrapCallToolResult(input: ResultInput): Unwrapped | undefined {
+  if (!input.json || !isCallToolResult(input.value)) return undefined;
+  const payload = toolResultPayload(input.value);
+  switch (payload.source) {
+    case 'structured': {
+      const lossless = (input.lossless as Record<string, unknown>).structuredContent;
+      // The text twin, when there is one, is the envelope as the tool wrote it.
+      const text = payload.text ?? JSON.stringify(lossless);
+      return { input: { value: payload.value, json: true, text, lossless }, from: 'structuredContent' };
+    }
+    case 'json-text':
+      return {
+        input: {
+          value: payload.value,
+          json: true,
+          text: payload.text,
+          lossless: payload.lossless ?? payload.value,
+        },
+        from: 'content[0].text',
+      };
+    case 'text':
+      return {
+        input: { value: payload.text, json: false, text: payload.text, lossless: payload.text },
+        from: 'content[0].text',
+      };
+    default: {
+      const lossless =
+        payload.source === 'empty' ? null : (input.lossless as Record<string, unknown>).content;
+      return {
+        input: { value: payload.value, json: true, text: JSON.stringify(lossless), lossless },
+        from: 'content',
+      };
+    }
+  }
+}
+
+/** The result to work on: the input, or the payload of the CallToolResult it is (unless read as text). */
+async function resultInput(
+  file: string,
+  io: Parameters<typeof readResultInput>[1],
+  asText: boolean,
+): Promise<{ input: ResultInput; from?: string }> {
+  const input = await readResultInput(file, io, { asText });
+  return (asText ? undefined : unwrapCallToolResult(input)) ?? { input };
+}
+
+/** How the output says where the result was found. */
+function readFrom(from: string): string {
+  return `read from a CallToolResult's ${from}`;
+}
+
 export function lossLines(losses: readonly Loss[]): string {
   return losses.map((loss) => `loss: ${loss.path} ${loss.reason}\n`).join('');
 }
@@ -63,19 +160,20 @@ export const registerDetect: Registrar = (program, invocation) => {
   program
     .command('detect')
     .description(
-      'name the envelope dialect of a tool result (JSON, JSON text, or plain text), or say why none',
+      'name the envelope dialect of a tool result (JSON, JSON text, plain text, or a CallToolResult holding one), or say why none',
     )
     .argument('[file]', 'file, or - for stdin', '-')
     .option('--text', 'treat the input as text (a string payload) even if it is JSON')
     .action(
       runs(invocation, async ({ io }, file: string, options: { text?: boolean }) => {
-        const input = await readResultInput(file, io, { asText: options.text === true });
+        const { input, from } = await resultInput(file, io, options.text === true);
         const report = detectDialect(input.value);
         const found = report.dialect !== null;
+        const where = from === undefined ? '' : ` (${readFrom(from)})`;
         const human = found
-          ? `${report.dialect}${report.version === null ? '' : ` ${report.version}`}${report.text ? ' (as JSON text)' : ''}${input.json ? '' : report.dialect === 'legacy' ? ' (text)' : ''}`
+          ? `${report.dialect}${report.version === null ? '' : ` ${report.version}`}${report.text ? ' (as JSON text)' : ''}${input.json ? '' : report.dialect === 'legacy' ? ' (text)' : ''}${where}`
           : [
-              `no dialect (near: ${report.near.join(', ')})`,
+              `no dialect (near: ${report.near.join(', ')})${where}`,
               ...report.reasons.map((reason) => `  ${reason}`),
             ].join('\n');
         return {
@@ -86,6 +184,7 @@ export const registerDetect: Registrar = (program, invocation) => {
             version: report.version,
             text: report.text,
             input: input.json ? 'json' : 'text',
+            ...(from === undefined ? {} : { call_tool_result: from }),
             near: report.near,
             reasons: report.reasons,
           },
@@ -97,7 +196,9 @@ export const registerDetect: Registrar = (program, invocation) => {
 export const registerNormalize: Registrar = (program, invocation) => {
   program
     .command('normalize')
-    .description('decode a tool result of any dialect into the normalized model')
+    .description(
+      'decode a tool result of any dialect (or the one in a CallToolResult) into the normalized model',
+    )
     .argument('[file]', 'file, or - for stdin', '-')
     .option('--text', 'treat the input as text (a string payload) even if it is JSON')
     .option('--profile <profile>', `trim the payload: ${PROFILES.join(', ')}`, 'debug')
@@ -111,10 +212,10 @@ export const registerNormalize: Registrar = (program, invocation) => {
           options: { text?: boolean; profile: string; profileConfig?: string },
         ) => {
           const { profile, config } = await profileFrom(options, io);
-          const input = await readResultInput(file, io, { asText: options.text === true });
+          const { input, from: where } = await resultInput(file, io, options.text === true);
           const { from, model } = normalize(input.value, { lossless: input.lossless });
           const { decodedFrom: _from, ...shown } = applyProfile(model, profile, config);
-          const output = { from, model: shown };
+          const output = { from, ...(where === undefined ? {} : { call_tool_result: where }), model: shown };
           return { exitCode: EXIT.ok, raw: `${JSON.stringify(output, null, 2)}\n`, json: output };
         },
       ),
@@ -136,7 +237,7 @@ export const registerConvert: Registrar = (program, invocation) => {
   program
     .command('convert')
     .description(
-      'convert a tool result to another dialect; every field the target cannot carry is reported (stderr), or with --strict refused',
+      'convert a tool result (or the one in a CallToolResult) to another dialect; every field the target cannot carry is reported (stderr), or with --strict refused',
     )
     .argument('[file]', 'file, or - for stdin', '-')
     .requiredOption('--to <dialect>', `target dialect: ${RESULT_DIALECT_IDS.join(', ')}`)
@@ -155,7 +256,9 @@ export const registerConvert: Registrar = (program, invocation) => {
       runs(invocation, async ({ io, global }, file: string, options: ConvertCliOptions) => {
         const to = dialectOption(options.to, '--to');
         const { profile, config } = await profileFrom(options, io);
-        const input = await readResultInput(file, io, { asText: options.text === true });
+        const { input, from: where } = await resultInput(file, io, options.text === true);
+        // stdout carries the converted result alone: where it was found is said beside it.
+        if (where !== undefined && !global.json) io.stderr(`note: ${readFrom(where)}\n`);
         // The payload's numbers go out as written: `lossless` is `value` with them kept.
         let value = input.value;
         let lossless = input.lossless;
@@ -184,7 +287,13 @@ export const registerConvert: Registrar = (program, invocation) => {
         return {
           exitCode: EXIT.ok,
           raw: raw.endsWith('\n') ? raw : `${raw}\n`,
-          json: { from: result.from, to, value: result.value, losses: result.losses },
+          json: {
+            from: result.from,
+            ...(where === undefined ? {} : { call_tool_result: where }),
+            to,
+            value: result.value,
+            losses: result.losses,
+          },
         };
       }),
     );
