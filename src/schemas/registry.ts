@@ -1,6 +1,11 @@
 import type { AnySchema, ErrorObject, ValidateFunction } from 'ajv';
+import { Ajv } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { Options as AjvOptions } from 'ajv/dist/core.js';
+import draft06MetaSchema from 'ajv/dist/refs/json-schema-draft-06.json' with { type: 'json' };
 import type { RegExpEngine, RegExpLike } from 'ajv/dist/types/index.js';
+import AjvDraft04Module from 'ajv-draft-04';
 import addFormatsModule from 'ajv-formats';
 import { RE2JS } from 're2js';
 import { digestValue } from '../canonical/digest.ts';
@@ -8,8 +13,12 @@ import { EnvelopeError } from '../errors/index.ts';
 import { escapeToken } from '../pointer/json-pointer.ts';
 import { BUNDLED_SCHEMAS } from './catalog.ts';
 
-// ajv-formats is CommonJS with a default export that TypeScript sees as the module.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+// ajv-formats and ajv-draft-04 are CommonJS with a default export that TypeScript sees as the module.
+const addFormats = addFormatsModule as unknown as (ajv: AjvCore) => AjvCore;
+const AjvDraft04 = AjvDraft04Module as unknown as new (options: AjvOptions) => AjvCore;
+
+/** What every draft's Ajv class shares (they all extend Ajv's core). */
+type AjvCore = Ajv | Ajv2019 | Ajv2020;
 
 export interface SchemaIssue {
   /** JSON Pointer of the offending value (for an unexpected member: the member itself). */
@@ -99,28 +108,77 @@ function patternEngine(trusted: ReadonlySet<string>): RegExpEngine {
   return Object.assign(engine, { code: 'mcpEnvelopeRe2' });
 }
 
+/** The JSON Schema drafts a schema from outside may be written in, chosen by its `$schema`. */
+export type SchemaDraft = 'draft-04' | 'draft-06' | 'draft-07' | '2019-09' | '2020-12';
+
+/** Meta-schema URIs, without the empty fragment and scheme-insensitive, to the draft they name. */
+const DRAFT_BY_URI: ReadonlyMap<string, SchemaDraft> = new Map([
+  ['json-schema.org/draft-04/schema', 'draft-04'],
+  ['json-schema.org/draft-06/schema', 'draft-06'],
+  ['json-schema.org/draft-07/schema', 'draft-07'],
+  ['json-schema.org/draft/2019-09/schema', '2019-09'],
+  ['json-schema.org/draft/2020-12/schema', '2020-12'],
+]);
+
 /**
- * Compiled JSON Schema 2020-12 validators, compiled once and cached by the
- * SHA-256 of the schema's canonical form (so equal schemas from different
- * sources share one validator). All bundled schemas are registered up front,
- * so `$ref`s between them resolve; compilation itself is lazy.
+ * The draft a schema is written in: its `$schema`, else 2020-12 (the MCP
+ * specification's default). A `$schema` naming no draft is undefined.
+ */
+export function schemaDraftOf(schema: unknown): SchemaDraft | undefined {
+  if (typeof schema !== 'object' || schema === null || !('$schema' in schema)) return '2020-12';
+  const uri = (schema as { $schema: unknown }).$schema;
+  if (typeof uri !== 'string') return undefined;
+  const key = uri
+    .trim()
+    .replace(/^https?:\/\//, '')
+    .replace(/#$/, '');
+  return DRAFT_BY_URI.get(key);
+}
+
+/** Options every Ajv instance shares: every error, lenient about unknown keywords, formats checked. */
+const AJV_OPTIONS = { allErrors: true, strict: false, allowUnionTypes: true, validateFormats: true } as const;
+
+/** An Ajv instance for schemas from outside in one draft; nothing it compiles is kept by `$id`. */
+function externalAjv(draft: SchemaDraft, engine: RegExpEngine): AjvCore {
+  // addUsedSchema off: two tools may declare the same `$id` inside their schemas.
+  const options: AjvOptions = { ...AJV_OPTIONS, addUsedSchema: false, code: { regExp: engine } };
+  let ajv: AjvCore;
+  if (draft === 'draft-04') ajv = new AjvDraft04(options);
+  else if (draft === '2019-09') ajv = new Ajv2019(options);
+  else if (draft === '2020-12') ajv = new Ajv2020(options);
+  else {
+    ajv = new Ajv(options);
+    if (draft === 'draft-06') ajv.addMetaSchema(draft06MetaSchema);
+  }
+  addFormats(ajv);
+  return ajv;
+}
+
+/**
+ * Compiled JSON Schema validators, compiled once and cached by the SHA-256 of
+ * the schema's canonical form (so equal schemas from different sources share
+ * one validator). The package's own schemas are 2020-12, all registered up
+ * front so that `$ref`s between them resolve; compilation itself is lazy.
+ * Schemas given as values (a tool's, from an upstream) are compiled in the
+ * draft their `$schema` names (draft-04, -06, -07, 2019-09, 2020-12; 2020-12
+ * when absent), each draft on its own Ajv instance, and never fetch a remote
+ * `$ref`. A schema that does not compile fails the same way every time.
  */
 export class SchemaRegistry {
   private readonly ajv: Ajv2020;
+  /** One instance per draft for schemas from outside, made when first needed. */
+  private readonly external = new Map<SchemaDraft, AjvCore>();
   private readonly byFingerprint = new Map<string, Validator>();
-  private readonly byObject = new WeakMap<object, Validator>();
+  /** Schemas that did not compile, with why: Ajv caches a schema before it checks it, so a retry could pass. */
+  private readonly refusedByFingerprint = new Map<string, EnvelopeError>();
+  private readonly byObject = new WeakMap<object, Validator | EnvelopeError>();
   private readonly byId = new Map<string, Validator>();
   /** The patterns of the schemas registered by id: this package's own, run on V8's RegExp. */
   private readonly trustedPatterns = new Set<string>();
+  private readonly untrustedPatterns = patternEngine(new Set());
 
   constructor(options: { bundled?: boolean } = {}) {
-    this.ajv = new Ajv2020({
-      allErrors: true,
-      strict: false,
-      allowUnionTypes: true,
-      validateFormats: true,
-      code: { regExp: patternEngine(this.trustedPatterns) },
-    });
+    this.ajv = new Ajv2020({ ...AJV_OPTIONS, code: { regExp: patternEngine(this.trustedPatterns) } });
     addFormats(this.ajv);
     if (options.bundled !== false) {
       for (const { schema } of BUNDLED_SCHEMAS) {
@@ -169,32 +227,71 @@ export class SchemaRegistry {
   }
 
   /**
-   * The validator for a schema given as a value (a tool's inputSchema, say).
-   * Cached by object identity first, then by fingerprint.
+   * The validator for a schema given as a value (a tool's inputSchema, say),
+   * compiled in the draft its `$schema` names. Cached by object identity
+   * first, then by fingerprint; a schema that does not compile throws
+   * SCHEMA_INVALID (with `reason` and `draft` in its details), every time.
    */
   validatorForSchema(schema: AnySchema): Validator {
-    if (typeof schema === 'object' && schema !== null) {
-      const known = this.byObject.get(schema);
-      if (known) return known;
-    }
+    const object = typeof schema === 'object' && schema !== null ? schema : undefined;
+    const known = object ? this.byObject.get(object) : undefined;
+    if (known instanceof EnvelopeError) throw known;
+    if (known) return known;
     const fingerprint = digestValue(schema).value;
-    let validator = this.byFingerprint.get(fingerprint);
-    if (!validator) {
-      let compiled: ValidateFunction;
-      try {
-        compiled = this.ajv.compile(stripId(schema));
-      } catch (error) {
-        const refused = error instanceof EnvelopeError ? error.details : undefined;
-        throw new EnvelopeError('SCHEMA_INVALID', `Schema does not compile: ${(error as Error).message}`, {
-          ...refused,
+    const outcome =
+      this.byFingerprint.get(fingerprint) ??
+      this.refusedByFingerprint.get(fingerprint) ??
+      this.compileExternal(schema, fingerprint);
+    if (object) this.byObject.set(object, outcome);
+    if (outcome instanceof EnvelopeError) throw outcome;
+    return outcome;
+  }
+
+  private compileExternal(schema: AnySchema, fingerprint: string): Validator | EnvelopeError {
+    const draft = schemaDraftOf(schema);
+    if (draft === undefined) {
+      const named = JSON.stringify((schema as { $schema?: unknown }).$schema);
+      return this.refuse(
+        fingerprint,
+        new EnvelopeError('SCHEMA_INVALID', `Schema names an unknown JSON Schema draft: ${named}`, {
+          reason: 'unknown_draft',
           fingerprint,
-        });
-      }
-      validator = wrap(compiled, fingerprint);
-      this.byFingerprint.set(fingerprint, validator);
+        }),
+      );
     }
-    if (typeof schema === 'object' && schema !== null) this.byObject.set(schema, validator);
-    return validator;
+    let ajv = this.external.get(draft);
+    if (!ajv) {
+      ajv = externalAjv(draft, this.untrustedPatterns);
+      this.external.set(draft, ajv);
+    }
+    const anonymous = stripId(schema, draft);
+    try {
+      const validator = wrap(ajv.compile(anonymous), fingerprint);
+      this.byFingerprint.set(fingerprint, validator);
+      return validator;
+    } catch (error) {
+      // Ajv kept the schema before it failed to compile it; forget it.
+      if (typeof anonymous === 'object' && anonymous !== null) ajv.removeSchema(anonymous);
+      const refused = error instanceof EnvelopeError ? error.details : undefined;
+      return this.refuse(
+        fingerprint,
+        new EnvelopeError(
+          'SCHEMA_INVALID',
+          `Schema (${draft}) does not compile: ${(error as Error).message}`,
+          {
+            reason: 'does_not_compile',
+            ...refused,
+            draft,
+            fingerprint,
+          },
+        ),
+      );
+    }
+  }
+
+  private refuse(fingerprint: string, error: EnvelopeError): EnvelopeError {
+    this.refusedByFingerprint.set(fingerprint, error);
+    return error;
   }
 
   validate(id: string, value: unknown): ValidationResult {
@@ -210,11 +307,12 @@ export class SchemaRegistry {
 
 /**
  * Schemas given as values are compiled anonymously: two different tools may
- * ship schemas with the same `$id`, and Ajv refuses a second schema per id.
+ * ship schemas with the same `$id` (draft-04: `id`), and Ajv refuses a second schema per id.
  */
-function stripId(schema: AnySchema): AnySchema {
-  if (typeof schema !== 'object' || schema === null || !('$id' in schema)) return schema;
-  const { $id: _ignored, ...rest } = schema as Record<string, unknown>;
+function stripId(schema: AnySchema, draft: SchemaDraft): AnySchema {
+  const key = draft === 'draft-04' ? 'id' : '$id';
+  if (typeof schema !== 'object' || schema === null || !(key in schema)) return schema;
+  const { [key]: _ignored, ...rest } = schema as Record<string, unknown>;
   return rest;
 }
 
