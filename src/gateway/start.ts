@@ -224,6 +224,7 @@ export async function startGateway(
         includeArguments: config.logs.includeArguments,
       })
     : undefined;
+  const status = new UpstreamStatusBoard(config.upstreams.map((upstream) => upstream.name));
   const enforcement = new Enforcement({
     upstreams: config.upstreams,
     ...(config.tiers ? { tiers: config.tiers } : {}),
@@ -235,9 +236,18 @@ export async function startGateway(
     ...(artifacts ? { artifacts: artifactSink(artifacts) } : {}),
     version: GATEWAY_VERSION,
     onError: report,
+    onSchemaDefect: ({ upstream, tool, schema, message }) => {
+      status.noteSchemaDefect(upstream, { tool, schema, message });
+      report(
+        `upstream ${upstream}: tool ${tool} has an ${schema} that does not compile (${message}); ${
+          schema === 'inputSchema'
+            ? 'its calls are refused while input validation is enforce'
+            : 'its results are not checked against it'
+        }`,
+      );
+    },
   });
   const shared = artifacts ? sharedArtifacts(artifacts) : undefined;
-  const status = new UpstreamStatusBoard(config.upstreams.map((upstream) => upstream.name));
   const gatewayOptions = (transport: 'stdio' | 'http', route: string | null): GatewayOptions => ({
     upstreams: config.upstreams.map((upstream) => ({
       ...upstreamSpec(upstream, shared),
@@ -245,7 +255,7 @@ export async function startGateway(
       options: upstreamOptions(upstream),
     })),
     toolCallHandler: enforcement.handler(transport, route),
-    outputSchemaFor: (_tool, upstream) => enforcement.outputSchemaFor(upstream),
+    outputSchemaFor: (tool, upstream) => enforcement.outputSchemaFor(tool, upstream),
     serverInfo:
       config.upstreams.length > 1 ? { name: 'mcp-envelope-gateway', version: GATEWAY_VERSION } : undefined,
     report,

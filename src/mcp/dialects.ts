@@ -5,7 +5,7 @@ import { codecFor } from '../envelope/dialects/index.ts';
 import type { NormalizedResult } from '../envelope/model.ts';
 import type { EnvelopeV01 } from '../envelope/prov-v01.ts';
 import { EnvelopeError } from '../errors/index.ts';
-import { selfContainedSchema } from './output-schema.ts';
+import { advertisedEnvelopeSchema } from './output-schema.ts';
 
 /**
  * The MCP layer's view of the dialect codecs. The pipeline builds every result
@@ -30,13 +30,14 @@ export function assertDialectAvailable(dialect: ResultDialectId): void {
 }
 
 /**
- * The dialect's envelope schema, self-contained, for a tool's `outputSchema`.
- * Undefined for `legacy`: a legacy payload has no envelope shape to promise.
+ * The dialect's envelope, as a tool's `outputSchema` (its top level, see
+ * `advertisedEnvelopeSchema`). Undefined for `legacy`: a legacy payload has no
+ * envelope shape to promise.
  */
 export function outputSchemaFor(dialect: ResultDialectId): Record<string, unknown> | undefined {
   if (schemaCache.has(dialect)) return schemaCache.get(dialect);
   assertDialectAvailable(dialect);
-  const schema = dialect === 'legacy' ? undefined : selfContainedSchema(codecFor(dialect).schema);
+  const schema = dialect === 'legacy' ? undefined : advertisedEnvelopeSchema(codecFor(dialect).schema);
   schemaCache.set(dialect, schema);
   return schema;
 }

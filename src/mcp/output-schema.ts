@@ -1,63 +1,57 @@
 import { isJsonObject } from '../canonical/json-value.ts';
-import { BUNDLED_SCHEMAS } from '../schemas/index.ts';
 
-/**
- * A schema clients can use as a tool's `outputSchema` must stand alone: a client
- * validator knows nothing of this package's schema registry. Bundled schemas
- * reference each other by `$id` (`"$ref": "prov.record.v0.1"`), so every
- * referenced schema is copied under the root's `$defs` and each reference is
- * rewritten to a local JSON Pointer (ids dropped: not every validator resolves
- * relative `$id`s in embedded resources).
- */
+/** Keywords about a value itself (not its members) that an advertised schema keeps. */
+const SHALLOW_KEYWORDS = ['type', 'const', 'enum'] as const;
 
-const BY_ID: ReadonlyMap<string, Record<string, unknown>> = new Map(
-  BUNDLED_SCHEMAS.map(({ schema }) => [schema.$id, schema]),
-);
-
-/** `$defs` key of an inlined schema: its id with characters a pointer token would escape replaced. */
-function defName(id: string): string {
-  return `bundled_${id.replace(/[^A-Za-z0-9_.-]/g, '_')}`;
+function resolveLocal(root: Record<string, unknown>, node: unknown): unknown {
+  if (!isJsonObject(node) || typeof node.$ref !== 'string' || !node.$ref.startsWith('#/')) return node;
+  let target: unknown = root;
+  for (const token of node.$ref.slice(2).split('/')) {
+    target = isJsonObject(target) ? target[token.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined;
+  }
+  return target ?? {};
 }
 
-/** Rewrites references inside a schema resource whose local pointers live under `base`. */
-function rewrite(node: unknown, base: string, needed: Set<string>): unknown {
-  if (Array.isArray(node)) return node.map((item) => rewrite(item, base, needed));
-  if (!isJsonObject(node)) return node;
+function valueKeywords(node: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(node)) {
-    if (key === '$id' || key === '$schema') continue;
-    if (key === '$ref' && typeof value === 'string') {
-      if (value.startsWith('#')) out.$ref = `#${base}${value.slice(1)}`;
-      else if (BY_ID.has(value)) {
-        needed.add(value);
-        out.$ref = `#/$defs/${defName(value)}`;
-      } else out.$ref = value;
-      continue;
-    }
-    out[key] = rewrite(value, base, needed);
-  }
+  if (!isJsonObject(node)) return out;
+  for (const keyword of SHALLOW_KEYWORDS) if (node[keyword] !== undefined) out[keyword] = node[keyword];
   return out;
 }
 
-/** A copy of `schema` with every reference to a bundled schema inlined. */
-export function selfContainedSchema(schema: Record<string, unknown>): Record<string, unknown> {
-  const needed = new Set<string>();
-  const root = rewrite(schema, '', needed) as Record<string, unknown>;
-  if (typeof schema.$schema === 'string') root.$schema = schema.$schema;
-  const inlined: Record<string, unknown> = {};
-  const done = new Set<string>();
-  // Inlined schemas may reference further bundled schemas; bounded by the bundle's size.
-  while (needed.size > done.size) {
-    for (const id of [...needed]) {
-      if (done.has(id)) continue;
-      done.add(id);
-      const name = defName(id);
-      inlined[name] = rewrite(BY_ID.get(id), `/$defs/${name}`, needed);
-    }
+function shallowObject(root: Record<string, unknown>, node: unknown): Record<string, unknown> {
+  const resolved = resolveLocal(root, node);
+  if (!isJsonObject(resolved)) return {};
+  const out = valueKeywords(resolved);
+  if (Array.isArray(resolved.required)) out.required = resolved.required;
+  if (isJsonObject(resolved.properties)) {
+    const properties: Record<string, unknown> = {};
+    for (const [name, member] of Object.entries(resolved.properties))
+      properties[name] = valueKeywords(resolveLocal(root, member));
+    out.properties = properties;
   }
-  if (done.size > 0) {
-    const existing = isJsonObject(root.$defs) ? root.$defs : {};
-    root.$defs = { ...existing, ...inlined };
-  }
-  return root;
+  if (typeof resolved.additionalProperties === 'boolean')
+    out.additionalProperties = resolved.additionalProperties;
+  // Branches cut to their top level may overlap where the whole ones did not: any of them.
+  const branches = [
+    ...(Array.isArray(resolved.oneOf) ? resolved.oneOf : []),
+    ...(Array.isArray(resolved.anyOf) ? resolved.anyOf : []),
+  ];
+  if (branches.length > 0) out.anyOf = branches.map((branch) => shallowObject(root, branch));
+  return out;
+}
+
+/**
+ * The schema a tool advertises as its `outputSchema` when its answers are
+ * envelopes of a dialect: the envelope's top level only (its members' names,
+ * which are required, their types and constants, whether others may appear,
+ * and its success/error branches), never the members' inner shapes. It
+ * accepts every envelope of the dialect, so it is true of everything sent, and
+ * it stays a few hundred bytes: inlining the whole envelope schema grew a
+ * server's tools/list thirteen-fold. The tool's own outputSchema (the shape of
+ * the payload) travels beside it, under `_meta["mcp-envelope/result-schema"]`.
+ */
+export function advertisedEnvelopeSchema(schema: Record<string, unknown>): Record<string, unknown> {
+  const shallow = shallowObject(schema, schema);
+  return { $schema: 'https://json-schema.org/draft/2020-12/schema', ...shallow };
 }

@@ -1,18 +1,30 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
+import { isJsonObject } from '../canonical/json-value.ts';
 import { CallContext, resolveSettings } from './pipeline/context.ts';
 import { decideOutput } from './pipeline/decide.ts';
-import { type Decision, rejection } from './pipeline/decision.ts';
+import type { Decision } from './pipeline/decision.ts';
 import { encodeAnswer, reportAnswer, reportRpcError } from './pipeline/encode.ts';
-import { entry } from './pipeline/entries.ts';
-import { PipelineRpcError, ToolSchemaError } from './pipeline/errors.ts';
+import { PipelineRpcError } from './pipeline/errors.ts';
 import { fromRejection, invokeTool } from './pipeline/invoke.ts';
 import { attachProvenance } from './pipeline/provenance.ts';
-import { checkRateLimit } from './pipeline/rate-limit.ts';
+import { checkRateLimit, RATE_LIMIT_META_KEY } from './pipeline/rate-limit.ts';
 import { readOutput } from './pipeline/read-output.ts';
-import { type AnsweredAt, answeredAt, type CallSummary } from './pipeline/report.ts';
-import { noteEnvelopeDownload, readReturnMode, returnModeStage } from './pipeline/return-mode.ts';
+import {
+  type AnsweredAt,
+  answeredAt,
+  type CallSummary,
+  relayedSummary,
+  type UnenforcedCall,
+} from './pipeline/report.ts';
+import {
+  noteEnvelopeDownload,
+  readReturnMode,
+  relayedReturnMode,
+  requestedReturnMode,
+  returnModeStage,
+} from './pipeline/return-mode.ts';
 import type { Pipeline, PipelineOptions, ToolCall } from './pipeline/types.ts';
-import { checkInput } from './pipeline/validate-input.ts';
+import { checkInput, deniedByTier } from './pipeline/validate-input.ts';
 import type { ToolResultLike } from './tool-result.ts';
 
 /**
@@ -58,34 +70,60 @@ export type {
   ValidationMode,
 } from './pipeline/types.ts';
 
+/** The call as the relayed report names it. */
+function unenforced(ctx: CallContext): UnenforcedCall {
+  const { call } = ctx;
+  return {
+    tool: call.tool.name,
+    arguments: call.arguments,
+    started: ctx.started,
+    signal: call.signal,
+  };
+}
+
 /** Stages 1 to 4: the decision, or an interim result that goes back unchanged. */
 async function decide(ctx: CallContext): Promise<Decision | { interim: ToolResultLike }> {
+  if (ctx.controlsError) return fromRejection(ctx, ctx.controlsError);
+  const limited = ctx.settings.options.rateLimit ? await checkRateLimit(ctx) : undefined;
+  if (limited) return limited;
+  const refused = checkInput(ctx) ?? readReturnMode(ctx);
+  if (refused) return refused;
+  let raw: ToolResultLike;
   try {
-    if (ctx.controlsError) return fromRejection(ctx, ctx.controlsError);
-    const limited = ctx.settings.options.rateLimit ? await checkRateLimit(ctx) : undefined;
-    if (limited) return limited;
-    const refused = checkInput(ctx) ?? readReturnMode(ctx);
-    if (refused) return refused;
-    let raw: ToolResultLike;
-    try {
-      raw = await invokeTool(ctx);
-    } catch (error) {
-      if (ctx.call.isProtocolSignal?.(error)) throw error;
-      return fromRejection(ctx, error);
-    }
-    if (ctx.call.isInterim?.(raw)) return { interim: raw };
-    const returned = await returnModeStage(ctx, raw);
-    if ('decision' in returned) return returned.decision;
-    const output = readOutput(returned.result);
-    await noteEnvelopeDownload(ctx, output);
-    return decideOutput(ctx, output);
+    raw = await invokeTool(ctx);
   } catch (error) {
-    if (!(error instanceof ToolSchemaError)) throw error;
-    // The server's defect is the whole answer: what the stages noted before it is dropped.
-    ctx.warnings.length = 0;
-    const message = `Tool ${ctx.call.tool.name} has a schema that does not compile: ${error.message}`;
-    return rejection(ctx, 'internal_error', entry('INTERNAL_ERROR', message));
+    if (ctx.call.isProtocolSignal?.(error)) throw error;
+    return fromRejection(ctx, error);
   }
+  if (ctx.call.isInterim?.(raw)) return { interim: raw };
+  const returned = await returnModeStage(ctx, raw);
+  if ('decision' in returned) return returned.decision;
+  const output = readOutput(returned.result);
+  await noteEnvelopeDownload(ctx, output);
+  return decideOutput(ctx, output);
+}
+
+/**
+ * A passthrough call: the same gates as every call (rate limit, tier gate, the
+ * caller's return mode) and the same report, and the tool's result relayed as
+ * it came, with the rate metadata in `_meta` when a rule applies. Returns the
+ * pipeline's own answer (a denial) as a decision, else the relayed result.
+ */
+async function relay(ctx: CallContext): Promise<Decision | { relayed: ToolResultLike }> {
+  const limited = ctx.settings.options.rateLimit ? await checkRateLimit(ctx) : undefined;
+  const refused = limited ?? deniedByTier(ctx);
+  if (refused) return refused;
+  const sink = ctx.settings.options.artifacts;
+  const { call } = ctx;
+  // A bad return_mode is INVALID_INPUT, thrown: passthrough has no envelope to say it in.
+  if (sink) ctx.returnMode = requestedReturnMode(call.tool.inputSchema, call.arguments, call.returnMode);
+  // A rejection (an upstream's JSON-RPC error) is relayed as it came.
+  const raw = await invokeTool(ctx);
+  if (call.isInterim?.(raw)) return { relayed: raw };
+  const result = await relayedReturnMode(ctx, raw);
+  if (!ctx.rate?.applies) return { relayed: result };
+  const meta = isJsonObject(result._meta) ? result._meta : {};
+  return { relayed: { ...result, _meta: { ...meta, [RATE_LIMIT_META_KEY]: ctx.rate.info } } };
 }
 
 export function createPipeline(options: PipelineOptions = {}): Pipeline {
@@ -107,10 +145,20 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
   const listened = (ctx: CallContext) => options.onCall !== undefined || ctx.call.report !== undefined;
 
   async function callTool(call: ToolCall): Promise<CallToolResult> {
-    const ctx = new CallContext(settings, call);
+    // Passthrough reads no controls from `_meta`: it belongs to the tool.
+    const ctx = new CallContext(
+      settings,
+      settings.mode === 'passthrough' ? { ...call, meta: undefined } : call,
+    );
     let decision: Decision;
     try {
-      const decided = await decide(ctx);
+      const decided = settings.mode === 'passthrough' ? await relay(ctx) : await decide(ctx);
+      if ('relayed' in decided) {
+        const result = decided.relayed as CallToolResult;
+        if (listened(ctx) && !call.isInterim?.(result))
+          report(ctx, (at) => relayedSummary(unenforced(ctx), result, at));
+        return result;
+      }
       if ('interim' in decided) return decided.interim as CallToolResult;
       decision = decided;
     } catch (error) {
@@ -127,5 +175,5 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     return answer.result;
   }
 
-  return { dialect: settings.dialect, outputSchema: settings.outputSchema, callTool };
+  return { dialect: settings.mode, outputSchema: settings.outputSchema, callTool };
 }

@@ -12,6 +12,7 @@ import { isJsonObject } from '../canonical/json-value.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import { escapeToken } from '../pointer/json-pointer.ts';
 import { createPipeline, type Pipeline, type PipelineOptions, PipelineRpcError } from './pipeline.ts';
+import { RESULT_SCHEMA_META_KEY } from './tool-result.ts';
 
 /**
  * Server middleware for the official SDK v2 `McpServer`.
@@ -34,8 +35,7 @@ import { createPipeline, type Pipeline, type PipelineOptions, PipelineRpcError }
  * startup so an SDK change fails loudly instead of silently bypassing envelopes.
  */
 
-/** `_meta` key of a tools/list entry holding the tool's own outputSchema (the shape of `result`). */
-export const RESULT_SCHEMA_META_KEY = 'mcp-envelope/result-schema';
+export { RESULT_SCHEMA_META_KEY } from './tool-result.ts';
 
 export interface WithEnvelopeOptions extends PipelineOptions {}
 

@@ -117,11 +117,9 @@ describe('a downloaded file against the signed record of its call', () => {
       arguments: {},
       _meta: { capture_provenance: true, return_mode: 'url' },
     })) as CallToolResult;
-    const envelope = result.structuredContent as {
-      result: { type: string; text?: string }[];
-      provenance: ProvRecord;
-    };
-    descriptor = JSON.parse(envelope.result[1]?.text ?? '{}') as Descriptor;
+    const envelope = result.structuredContent as { result: unknown[]; provenance: ProvRecord };
+    // The descriptor's text block took the image's place; the envelope's result holds it parsed.
+    descriptor = envelope.result[1] as Descriptor;
     record = await ledgerRecord(envelope.provenance.run_id);
     // The ledger holds the record the answer carried.
     expect(record).toEqual(envelope.provenance);
@@ -149,6 +147,30 @@ describe('a downloaded file against the signed record of its call', () => {
     expect(report.ok).toBe(true);
     const check = report.checks.find((entry) => entry.check.endsWith(`:${descriptor.filename}`));
     expect(check?.status).toBe('pass');
+  });
+
+  it("passes ledger verify with the gateway's own artifacts.dir as the artifacts folder", async () => {
+    // The store keeps the file as blobs/<2 hex>/<sha256>: found there by the digest the record names.
+    const run = await runCli([
+      'ledger',
+      'verify',
+      '--db',
+      join(dir, 'ledger.sqlite'),
+      '--artifacts',
+      join(dir, 'artifacts'),
+      '--public-key',
+      join(dir, 'keys', 'gateway.public.pem'),
+      '--json',
+    ]);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout) as {
+      entries: { run_id: string; checks: { check: string; status: string; message: string }[] }[];
+    };
+    const checks = report.entries.find((entry) => entry.run_id === record.run_id)?.checks ?? [];
+    const stored = record.outputs.find((output) => output.labels?.role === 'artifact');
+    const check = checks.find((entry) => entry.check.endsWith(`:${stored?.artifact_id}`));
+    expect(check, JSON.stringify(checks)).toMatchObject({ status: 'pass' });
+    expect(check?.message).toContain('from the artifacts folder matches');
   });
 
   it('fails with DIGEST_MISMATCH once one byte of the file changes', async () => {

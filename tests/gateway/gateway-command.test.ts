@@ -92,7 +92,8 @@ describe('bin/mcp-envelope gateway over HTTP, in front of the example servers', 
       ['plain_text', expect.any(String)],
       ['json_text', { city: 'Lisbon', population: 545_796, coastal: true, tags: ['capital', 'port'] }],
       ['array', [1, 'two', { three: 3 }, [4], null]],
-      ['number', 42.5],
+      // A text that is a JSON scalar stays the text the tool wrote.
+      ['number', '42.5'],
     ];
     for (const [tool, result] of expected) {
       const answer = await call(`legacy__${tool}`);
@@ -109,7 +110,8 @@ describe('bin/mcp-envelope gateway over HTTP, in front of the example servers', 
     expect(answer.isError ?? false).toBe(false);
     const text = JSON.parse(textOf(answer));
     expect(text).toEqual(answer.structuredContent);
-    expect(text).toMatchObject({ ok: true, tool: 'add', data: 5.5 });
+    // The tool's text `5.5` is a string: a JSON scalar stays the text the tool wrote.
+    expect(text).toMatchObject({ ok: true, tool: 'add', data: '5.5' });
     expect(defaultRegistry().validate('hosted.envelope.v2', text).valid).toBe(true);
     const failed = await call('python__fail');
     expect(failed.isError).toBe(true);

@@ -166,17 +166,24 @@ function call(
 
 describe('url', () => {
   it('leaves a small image inline for a caller that names no mode', async () => {
-    const payload = payloadOf(await call(http.client, 'files__image')) as Block[];
-    expect(payload[1]).toEqual({ type: 'image', data: IMAGE.toString('base64'), mimeType: 'image/png' });
+    const result = await call(http.client, 'files__image');
+    expect(blocks(result)).toContainEqual({
+      type: 'image',
+      data: IMAGE.toString('base64'),
+      mimeType: 'image/png',
+    });
+    // The envelope refers to the image block, which travels as itself.
+    const payload = payloadOf(result) as Record<string, unknown>[];
+    expect(payload[1]).toMatchObject({ type: 'image', sha256: sha256(IMAGE), size_bytes: IMAGE.length });
   });
 
   it('replaces the image with a descriptor whose link serves the same bytes', async () => {
     const result = await call(http.client, 'files__image', {}, { return_mode: 'url' });
     expect(result.isError).toBeFalsy();
-    // The envelope's result keeps the caption and holds the descriptor where the image was.
-    const payload = payloadOf(result) as Block[];
-    expect(payload[0]).toEqual({ type: 'text', text: 'Sales by month' });
-    const [descriptor] = descriptorsIn(payload);
+    // The caption stays; the descriptor is where the image was, and the envelope holds it too.
+    expect(blocks(result)[1]).toEqual({ type: 'text', text: 'Sales by month' });
+    const [descriptor] = descriptorsIn(blocks(result));
+    expect((payloadOf(result) as unknown[])[1]).toEqual(descriptor);
     expect(descriptor).toMatchObject({
       return_mode: 'url',
       content_type: 'image/png',
@@ -232,8 +239,11 @@ describe('base64 (and its Hosted v2 spelling base64_docx)', () => {
   it('leaves the binary inline, as the tool gave it', async () => {
     for (const mode of ['base64', 'base64_docx']) {
       const result = await call(http.client, 'files__image', {}, { return_mode: mode });
-      const payload = payloadOf(result) as Block[];
-      expect(payload[1]).toEqual({ type: 'image', data: IMAGE.toString('base64'), mimeType: 'image/png' });
+      expect(blocks(result)).toContainEqual({
+        type: 'image',
+        data: IMAGE.toString('base64'),
+        mimeType: 'image/png',
+      });
       expect(blocks(result).some((block) => block.type === 'resource_link')).toBe(false);
     }
   });
@@ -303,9 +313,9 @@ describe('the caller choosing', () => {
 
   it('forwards a declared return_mode argument unchanged and follows it', async () => {
     const result = await call(http.client, 'files__fill', { return_mode: 'mcp_resource' });
-    const payload = payloadOf(result) as Block[];
-    expect(JSON.parse(payload[0]?.text ?? '{}')).toEqual({ received_return_mode: 'mcp_resource' });
-    const [descriptor] = descriptorsIn(payload);
+    const payload = payloadOf(result) as unknown[];
+    expect(payload[0]).toEqual({ received_return_mode: 'mcp_resource' });
+    const [descriptor] = descriptorsIn(blocks(result));
     expect(descriptor).toMatchObject({
       return_mode: 'mcp_resource',
       filename: 'letter.docx',

@@ -128,9 +128,15 @@ describe('tiers from the configuration: a tool mapped to a tier refuses lower ti
       envelopes.tiers = {
         tools: { word_count: { tier: 'enterprise', reason: 'Counting words is an enterprise feature' } },
       };
-      config.upstreams = upstreams.filter((upstream) => upstream.name !== 'python');
+      const legacy = upstreams.find((upstream) => upstream.name === 'legacy');
+      // The same server relayed untouched: passthrough goes through the same tier gate.
+      const raw = { ...legacy, name: 'raw', dialect: 'passthrough' };
+      config.upstreams = [...upstreams.filter((upstream) => upstream.name !== 'python'), raw];
       // A gateway-wide rule, by the name clients call.
-      config.tiers = { order: ['free', 'pro', 'enterprise'], tools: { legacy__stats: 'pro' } };
+      config.tiers = {
+        order: ['free', 'pro', 'enterprise'],
+        tools: { legacy__stats: 'pro', raw__stats: 'pro' },
+      };
       config.auth = {
         required: true,
         tokens: [
@@ -175,6 +181,15 @@ describe('tiers from the configuration: a tool mapped to a tier refuses lower ti
     const echo = await free.callTool({ name: 'legacy__echo', arguments: { text: 'open' } });
     expect(envelopeOf(echo).result).toBe('open');
 
+    // Passthrough: refused the same way, never reaching the upstream; served untouched to a pro caller.
+    const rawStats = { name: 'raw__stats', arguments: { values: [1, 2, 3] } };
+    const rawDenied = await free.callTool(rawStats);
+    expect(rawDenied.isError).toBe(true);
+    expect(envelopeOf(rawDenied).errors?.[0]).toMatchObject({ code: 'UPGRADE_REQUIRED' });
+    const rawServed = await pro.callTool(rawStats);
+    expect(rawServed.isError ?? false).toBe(false);
+    expect((rawServed.structuredContent as Record<string, unknown>)?.schema_version).toBeUndefined();
+
     // An upstream's own rule, with its own reason, binds the pro tier too.
     const words = await pro.callTool({ name: 'envelopes__word_count', arguments: { text: 'one two' } });
     expect(envelopeOf(words).errors?.[0]).toMatchObject({
@@ -192,6 +207,8 @@ describe('tiers from the configuration: a tool mapped to a tier refuses lower ti
       ['legacy', 'stats', 'free', 'UPGRADE_REQUIRED'],
       ['legacy', 'stats', 'pro', null],
       ['legacy', 'echo', 'free', null],
+      ['raw', 'stats', 'free', 'UPGRADE_REQUIRED'],
+      ['raw', 'stats', 'pro', null],
       ['envelopes', 'word_count', 'pro', 'UPGRADE_REQUIRED'],
     ]);
   });

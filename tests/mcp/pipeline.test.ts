@@ -114,14 +114,28 @@ describe('createPipeline', () => {
     });
   });
 
-  it('wraps other content as the content array, and an empty result as null', async () => {
+  it('sends other content as its blocks, referred to by the envelope, and an empty result as null', async () => {
     const pipeline = createPipeline();
     const content = [
       { type: 'text', text: 'a' },
-      { type: 'image', data: 'AAAA', mimeType: 'image/png' },
+      { type: 'image', data: 'AAAA', mimeType: 'image/png', annotations: { audience: ['user'] } },
     ];
-    const mixed = await pipeline.callTool(call(async () => ({ content })));
-    expect(mixed.structuredContent).toMatchObject({ result: content });
+    const mixed = await pipeline.callTool(call(async () => ({ content: structuredClone(content) })));
+    // The blocks follow the envelope's own text block as they came; the envelope refers to them.
+    expect(mixed.content.slice(1)).toEqual(content);
+    expect(mixed.structuredContent).toMatchObject({
+      result: [
+        'a',
+        {
+          type: 'image',
+          mimeType: 'image/png',
+          annotations: { audience: ['user'] },
+          size_bytes: 3,
+          sha256: '709e80c88487a2411e1ee4dfb9f22a861492d20c4765150c0c794abd70f8147c',
+          content_index: 2,
+        },
+      ],
+    });
     const empty = await pipeline.callTool(call(async () => ({ content: [] })));
     expect(empty.structuredContent).toMatchObject({ result: null });
   });
@@ -398,6 +412,84 @@ describe('createPipeline with a broken tool schema', () => {
       code: 'INTERNAL_ERROR',
       toolRan: false,
     });
+    expect(result.structuredContent).toMatchObject({
+      errors: [{ details: { tool: 'broken', schema: 'inputSchema', reason: 'does_not_compile' } }],
+    });
+  });
+
+  it('calls the tool when input validation is not enforced', async () => {
+    for (const inputValidation of ['warn', 'off'] as const) {
+      let ran = 0;
+      const result = await createPipeline({ inputValidation }).callTool({
+        tool: { name: 'broken', inputSchema: { type: 'no-such-type' } },
+        arguments: {},
+        invoke: async () => {
+          ran++;
+          return { content: [{ type: 'text', text: 'done' }] };
+        },
+      });
+      expect(ran, inputValidation).toBe(1);
+      expect(result.isError, inputValidation).toBeUndefined();
+    }
+  });
+
+  it('never fails a call that ran because its outputSchema does not compile', async () => {
+    let ran = 0;
+    const pipeline = createPipeline();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const result = await pipeline.callTool({
+        tool: {
+          name: 'write_file',
+          inputSchema: { type: 'object' },
+          outputSchema: { $schema: 'http://json-schema.org/draft-07/schema#', type: 'no-such-type' },
+        },
+        arguments: {},
+        invoke: async () => {
+          ran++;
+          return {
+            content: [{ type: 'text', text: '{"written":true}' }],
+            structuredContent: { written: true },
+          };
+        },
+      });
+      expect(result.isError).toBeUndefined();
+      expect(result.structuredContent).toMatchObject({ result: { written: true } });
+    }
+    expect(ran).toBe(3);
+  });
+
+  it('checks draft-07 schemas, as v1 SDK servers declare them', async () => {
+    const draft07 = {
+      name: 'echo',
+      inputSchema: {
+        $schema: 'http://json-schema.org/draft-07/schema#',
+        type: 'object',
+        properties: { message: { type: 'string' } },
+        required: ['message'],
+        additionalProperties: false,
+      },
+      outputSchema: {
+        $schema: 'http://json-schema.org/draft-07/schema#',
+        type: 'object',
+        properties: { echoed: { type: 'string' } },
+        required: ['echoed'],
+      },
+    };
+    const pipeline = createPipeline();
+    const invoke = async () => ({
+      content: [{ type: 'text', text: 'hi' }],
+      structuredContent: { echoed: 'hi' },
+    });
+    const ok = await pipeline.callTool({ tool: draft07, arguments: { message: 'hi' }, invoke });
+    expect(ok.isError).toBeUndefined();
+    const refused = await pipeline.callTool({ tool: draft07, arguments: { message: 2 }, invoke });
+    expect(refused.structuredContent).toMatchObject({ errors: [{ code: 'INVALID_INPUT' }] });
+    const badOutput = await pipeline.callTool({
+      tool: draft07,
+      arguments: { message: 'hi' },
+      invoke: async () => ({ content: [], structuredContent: { echoed: 3 } }),
+    });
+    expect(badOutput.structuredContent).toMatchObject({ errors: [{ code: 'INVALID_OUTPUT' }] });
   });
 });
 
@@ -474,7 +566,10 @@ describe('createPipeline in every result dialect', () => {
       schema_version: '2026-02-19',
       data: { x: 1 },
     });
-    expect(result.content).toEqual([{ type: 'text', text: JSON.stringify(result.structuredContent) }]);
+    expect(result.content).toEqual([
+      { type: 'text', text: JSON.stringify(result.structuredContent) },
+      { type: 'text', text: '{"x":1}' },
+    ]);
     const record = result._meta?.['mcp-envelope/provenance'] as ProvRecord;
     expect(record).toEqual(records[0]);
     expect(record.methods.filter((method) => method.startsWith('adapter.'))).toEqual([]);

@@ -58,7 +58,11 @@ describe('withEnvelope on an SDK v2 McpServer (in process)', () => {
     expect(envelope).toMatchObject({ schema_version: 'mcp.envelope.v0.1', result: 'Hello, Ann!' });
     expect(isEnvelopeV01(envelope)).toBe(true);
     expect(greet.isError).toBeUndefined();
-    expect(greet.content).toEqual([{ type: 'text', text: JSON.stringify(envelope) }]);
+    // The envelope leads; the tool's own text follows as it wrote it.
+    expect(greet.content).toEqual([
+      { type: 'text', text: JSON.stringify(envelope) },
+      { type: 'text', text: 'Hello, Ann!' },
+    ]);
 
     const stats = await client.callTool({ name: 'stats', arguments: { numbers: [1, 2, 3] } });
     expect(structured(stats).result).toEqual({ count: 3, sum: 6, mean: 2 });
@@ -179,7 +183,8 @@ describe('withEnvelope on an SDK v2 McpServer (in process)', () => {
     }));
     expect(() => withEnvelope(server)).toThrow(/already applied/);
     const client = await connect(server);
-    expect(structured(await client.callTool({ name: 'count', arguments: {} })).result).toBe(42);
+    // A text that is a JSON number stays the text the tool wrote.
+    expect(structured(await client.callTool({ name: 'count', arguments: {} })).result).toBe('42');
     tool.update({
       callback: async () => ({ content: [{ type: 'text', text: 'not json' }] }),
     });
@@ -242,7 +247,7 @@ describe('withEnvelope on an SDK v2 McpServer (in process)', () => {
     }));
     withEnvelope(server);
     const client = await connect(server);
-    expect(structured(await client.callTool({ name: 'sum', arguments: { n: [1, 2, 3] } })).result).toBe(6);
+    expect(structured(await client.callTool({ name: 'sum', arguments: { n: [1, 2, 3] } })).result).toBe('6');
     const big = await client.callTool({ name: 'sum', arguments: { n: [1, 2, 3, 4, 5, 6] } });
     expect(structured(big).errors).toMatchObject([
       { code: 'INVALID_INPUT', message: 'Invalid params: arguments hold more than 5 elements' },

@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { digestValue } from '../../src/canonical/digest.ts';
 import type { ResultDialectId } from '../../src/envelope/dialect.ts';
 import { createPipeline, readToolResult } from '../../src/mcp/index.ts';
-import { toolResultPayload } from '../../src/mcp/tool-result.ts';
+import { contentReference, toolResultPayload } from '../../src/mcp/tool-result.ts';
 import type { ProvRecord } from '../../src/provenance/index.ts';
-import { answerContains, isEnvelopeAnswer, producedPayload } from '../support/no-loss.ts';
-import { generatedAnswer } from '../support/upstream-answers.ts';
+import { answerContains, isEnvelopeAnswer, missingFromAnswer, producedPayload } from '../support/no-loss.ts';
+import { generatedAnswer, wholeResult } from '../support/upstream-answers.ts';
 
 /**
  * For every upstream answer and every dialect, the client's answer contains the
@@ -47,9 +47,34 @@ describe('no loss over generated upstream answers', () => {
           // unless it is an envelope's own payload, which is taken as it is.
           const emptyFailure = answer.isError === true && produced === '' && !isEnvelopeAnswer(answer);
           const none = message || emptyFailure || produced === undefined;
-          expect(output?.digest?.value).toBe(digestValue(none ? null : produced).value);
+          // Blocks travel as themselves, and the envelope's result (which the record digests) refers to them.
+          const digested = payload.source === 'content' ? contentReference(payload.value).value : produced;
+          expect(output?.digest?.value).toBe(digestValue(none ? null : digested).value);
         }),
         { numRuns: 150 },
+      );
+    });
+  }
+});
+
+describe('no loss of a whole CallToolResult', () => {
+  for (const dialect of DIALECTS) {
+    it(`${dialect}: every block, text, structuredContent, _meta member and the isError sense reach the client`, async () => {
+      const pipeline = createPipeline({ dialect });
+      await fc.assert(
+        fc.asyncProperty(wholeResult, async (generated) => {
+          // As it arrives off the wire: plain objects.
+          const answer = JSON.parse(JSON.stringify(generated)) as typeof generated;
+          const result = await pipeline.callTool({
+            tool: { name: 'replayed' },
+            arguments: {},
+            invoke: async () => structuredClone(answer),
+          });
+          expect(missingFromAnswer(answer, result)).toEqual([]);
+          // Whatever the dialect, the answer is a result a client accepts: blocks of known types.
+          for (const block of result.content) expect(typeof block.type).toBe('string');
+        }),
+        { numRuns: 200 },
       );
     });
   }

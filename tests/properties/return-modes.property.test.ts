@@ -85,7 +85,9 @@ function descriptorsIn(result: CallToolResult): Descriptor[] {
     }
     if (value && typeof value === 'object') {
       const record = value as Record<string, unknown>;
-      if (typeof record.sha256 === 'string' && typeof record.size_bytes === 'number')
+      // A descriptor hands the bytes out (a link or a resource); a block's reference only names them.
+      const handsOut = typeof record.download_id === 'string' || typeof record.resource_uri === 'string';
+      if (handsOut && typeof record.sha256 === 'string' && typeof record.size_bytes === 'number')
         found.push(record as unknown as Descriptor);
       for (const member of Object.values(record)) visit(member);
     }

@@ -9,9 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalCode } from '../../src/errors/index.ts';
 import { readToolResult } from '../../src/mcp/index.ts';
 import { BIN, NODE, ROOT, type Running, startListening } from '../gateway/processes.ts';
-import { answerContains, producedPayload } from '../support/no-loss.ts';
+import { answerContains, missingFromAnswer, producedPayload } from '../support/no-loss.ts';
 import { realCases } from '../support/real-corpus.ts';
-import { generatedAnswer } from '../support/upstream-answers.ts';
+import { generatedAnswer, wholeResult } from '../support/upstream-answers.ts';
 
 /**
  * The corpus of real servers' answers, replayed by an upstream behind the
@@ -70,6 +70,8 @@ describe.each(MODES)('the gateway in %s mode', (mode) => {
       ]);
       for (const answer of [viaStdio, viaHttp]) {
         expect(answerContains(answer, producedPayload(item.result)), `${mode} ${item.id}`).toBe(true);
+        // An envelope adds, it never takes away: every block, structuredContent and _meta member.
+        expect(missingFromAnswer(item.result, answer), `${mode} ${item.id}`).toEqual([]);
         const read = readToolResult(answer);
         expect(read.ok, `${mode} ${item.id}`).toBe(item.expect.ok);
         if (!read.ok && item.expect.code !== null && mode !== 'legacy') {
@@ -128,6 +130,20 @@ describe.each(MODES)('the gateway in %s mode', (mode) => {
         );
         expect(answerContains(result, producedPayload(answer))).toBe(true);
         if (answer.isError === true) expect(result.isError).toBe(true);
+      }),
+      { numRuns: 40 },
+    );
+  }, 120_000);
+
+  it('delivers whole results (every block type, annotations, _meta, tricky texts) with nothing missing', async () => {
+    await fc.assert(
+      fc.asyncProperty(wholeResult, async (generated) => {
+        const answer = JSON.parse(JSON.stringify(generated)) as typeof generated;
+        const result = await overHttp.callTool(
+          { name: 'replay', arguments: { result: answer } },
+          { timeout: 10_000 },
+        );
+        expect(missingFromAnswer(answer, result)).toEqual([]);
       }),
       { numRuns: 40 },
     );

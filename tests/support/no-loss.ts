@@ -15,7 +15,7 @@ export function isEnvelopeAnswer(upstream: ToolResultLike): boolean {
   return structured && detectEnvelope(payload.value)?.match === true;
 }
 
-/** What the tool produced: an envelope's payload, else the whole payload. */
+/** What the tool produced: an envelope's payload, else the whole payload (content blocks as they came). */
 export function producedPayload(upstream: ToolResultLike): unknown {
   const payload = toolResultPayload(upstream);
   const structured = payload.source === 'structured' || payload.source === 'json-text';
@@ -62,4 +62,40 @@ export function answerContains(answer: ToolResultLike, produced: unknown): boole
     return produced.every((block) => content.some((sent) => isDeepStrictEqual(sent, block)));
   }
   return false;
+}
+
+/**
+ * What of the upstream's whole CallToolResult is missing from the client's
+ * answer (empty when nothing is): every content block, as a block of the same
+ * type, deep-equal (texts exact, annotations and bytes included) and in the
+ * same order; `structuredContent` deep-equal somewhere in the answer's; every
+ * result `_meta` member with its value; the `isError` sense.
+ */
+export function missingFromAnswer(upstream: ToolResultLike, answer: ToolResultLike): string[] {
+  const missing: string[] = [];
+  const sent = Array.isArray(answer.content) ? answer.content : [];
+  let from = 0;
+  for (const [index, block] of (Array.isArray(upstream.content) ? upstream.content : []).entries()) {
+    const at = sent.findIndex(
+      (candidate, position) => position >= from && isDeepStrictEqual(candidate, block),
+    );
+    if (at < 0) missing.push(`/content/${index}`);
+    else from = at + 1;
+  }
+  // Where the dialect has no room for it (an error envelope without data), a text block carries it.
+  const structured = upstream.structuredContent;
+  if (
+    structured !== undefined &&
+    !holds(answer.structuredContent, structured) &&
+    !texts(answer).some((text) => isDeepStrictEqual(parsed(text), structured))
+  )
+    missing.push('/structuredContent');
+  const meta = answer._meta ?? {};
+  for (const [key, value] of Object.entries(upstream._meta ?? {})) {
+    if (key.startsWith('mcp-envelope/')) continue;
+    if (!isDeepStrictEqual(meta[key], value)) missing.push(`/_meta/${key}`);
+  }
+  if ((upstream.isError === true) !== (answer.isError === true) && upstream.isError === true)
+    missing.push('/isError');
+  return missing;
 }

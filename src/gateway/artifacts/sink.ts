@@ -7,7 +7,7 @@
  */
 import { resolveDownload } from '../../artifacts/resolve-download.ts';
 import type { ArtifactService } from '../../artifacts/service.ts';
-import type { ArtifactSink, StoredArtifact } from '../../mcp/pipeline/return-mode.ts';
+import type { ArtifactSink, StoredArtifact } from '../../mcp/pipeline/types.ts';
 import type { OwnResources } from '../relay/relay.ts';
 import { artifactResourceUri, isArtifactResource, readArtifactResource } from './resources.ts';
 

@@ -5,7 +5,7 @@ import { FeatureGate } from '../../envelope/tiers.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import type { IdSource } from '../../ids/index.ts';
 import type { Ledger } from '../../ledger/index.ts';
-import type { ArtifactSink } from '../../mcp/pipeline/return-mode.ts';
+import type { ArtifactSink } from '../../mcp/pipeline/types.ts';
 import {
   answeredAt,
   type CallSummary,
@@ -13,13 +13,13 @@ import {
   type Pipeline,
   type PipelineOptions,
   type PipelineTool,
-  relayedSummary,
   type ToolCall,
   thrownSummary,
   type UnenforcedCall,
 } from '../../mcp/pipeline.ts';
 import { RateLimiter, type RateLimitRule } from '../../ratelimit/limiter.ts';
-import { passthroughMode, passthroughReturnMode, splitReturnMode } from '../artifacts/return-modes.ts';
+import { defaultRegistry } from '../../schemas/registry.ts';
+import { splitReturnMode } from '../artifacts/return-modes.ts';
 import type { CallLog, CallLogFacts, CallTransport } from '../operations/call-log.ts';
 import type { GatewayTiers, UpstreamConfig } from '../operations/config.ts';
 import { isRoundSignal } from '../relay/input-required.ts';
@@ -29,7 +29,7 @@ import {
   type ToolCallContext,
   type ToolCallHandler,
 } from '../relay/relay.ts';
-import { deniedPassthrough, rateLimitedListener, withRateMeta } from './rate-limits.ts';
+import { rateLimitedListener } from './rate-limits.ts';
 
 /**
  * What the gateway does to every tools/call: per upstream, either pass the
@@ -59,11 +59,24 @@ export interface EnforcementOptions {
   version: string;
   /** Where failures of the log or the ledger are reported; they never fail a call. */
   onError?: (error: unknown) => void;
+  /**
+   * Told once per tool and schema when a listed tool's schema cannot be compiled
+   * (the server's defect: its calls are then not checked against it).
+   */
+  onSchemaDefect?: (defect: SchemaDefect) => void;
+}
+
+/** A listed tool's schema that cannot be compiled, as the operator is told of it. */
+export interface SchemaDefect {
+  upstream: string;
+  tool: string;
+  schema: 'inputSchema' | 'outputSchema';
+  message: string;
 }
 
 interface Route {
   config: UpstreamConfig;
-  pipeline: Pipeline | undefined;
+  pipeline: Pipeline;
 }
 
 /** The upstream's provenance defaults fill in what a caller who opted in did not say. */
@@ -107,29 +120,28 @@ export class Enforcement {
     this.#options = options;
     this.#limiter = new RateLimiter(options.rateLimits ?? [], options.now ? { now: options.now } : {});
     for (const config of options.upstreams) {
-      const pipeline =
-        config.dialect === 'passthrough'
-          ? undefined
-          : createPipeline({
-              dialect: config.dialect,
-              inputValidation: config.validation.input,
-              outputValidation: config.validation.output,
-              invalidInput: config.validation.invalidInput,
-              ids: options.ids,
-              server: { name: config.name, version: options.version },
-              adapter: 'mcp-envelope-gateway',
-              // Signed in the pipeline, before the answer and the ledger each get the record.
-              ...(config.provenance.signingKey ? { signingKey: config.provenance.signingKey } : {}),
-              ...(options.tiers ? this.#tierGate(config, options.tiers) : {}),
-              ...(options.artifacts ? { artifacts: options.artifacts } : {}),
-              // Always set: hosted-v2 answers carry the null placeholder when no rule applies.
-              rateLimit: (call) =>
-                this.#limiter.check({
-                  principal: call.principal,
-                  upstream: config.name,
-                  tool: call.tool.name,
-                }),
-            });
+      // Passthrough is a mode of the same pipeline: its gates and report run there too.
+      const pipeline = createPipeline({
+        dialect: config.dialect,
+        inputValidation: config.validation.input,
+        outputValidation: config.validation.output,
+        invalidInput: config.validation.invalidInput,
+        ids: options.ids,
+        server: { name: config.name, version: options.version },
+        adapter: 'mcp-envelope-gateway',
+        // Signed in the pipeline, before the answer and the ledger each get the record.
+        ...(config.provenance.signingKey ? { signingKey: config.provenance.signingKey } : {}),
+        ...(options.tiers ? this.#tierGate(config, options.tiers) : {}),
+        ...(options.artifacts ? { artifacts: options.artifacts } : {}),
+        ...(options.onError ? { onStoreError: options.onError } : {}),
+        // Always set: hosted-v2 answers carry the null placeholder when no rule applies.
+        rateLimit: (call) =>
+          this.#limiter.check({
+            principal: call.principal,
+            upstream: config.name,
+            tool: call.tool.name,
+          }),
+      });
       this.#routes.set(config.name, { config, pipeline });
     }
   }
@@ -161,9 +173,41 @@ export class Enforcement {
     };
   }
 
-  /** The outputSchema to advertise for a tool of this upstream, or undefined to keep the tool's own. */
-  outputSchemaFor(upstream: string): Tool['outputSchema'] | undefined {
-    return this.#routes.get(upstream)?.pipeline?.outputSchema as Tool['outputSchema'] | undefined;
+  /**
+   * The outputSchema to advertise for a listed tool of this upstream, or undefined
+   * to keep the tool's own. An enforced upstream's tool is also checked here, as it
+   * is listed: a schema that cannot be compiled is reported once (`onSchemaDefect`),
+   * not at every call.
+   */
+  outputSchemaFor(tool: Tool, upstream: string): Tool['outputSchema'] | undefined {
+    const route = this.#routes.get(upstream);
+    if (!route || route.config.dialect === 'passthrough') return undefined;
+    this.#checkSchemas(tool, route.config);
+    return route.pipeline.outputSchema as Tool['outputSchema'] | undefined;
+  }
+
+  /** Schemas already checked, by upstream, tool, which schema and content. */
+  readonly #checked = new Set<string>();
+
+  #checkSchemas(tool: Tool, config: UpstreamConfig): void {
+    const { onSchemaDefect } = this.#options;
+    if (!onSchemaDefect) return;
+    const checks = [
+      ['inputSchema', tool.inputSchema, config.validation.input],
+      ['outputSchema', tool.outputSchema, config.validation.output],
+    ] as const;
+    for (const [which, schema, mode] of checks) {
+      if (schema === undefined || mode === 'off') continue;
+      const key = JSON.stringify([config.name, tool.name, which, schema]);
+      if (this.#checked.has(key)) continue;
+      this.#checked.add(key);
+      try {
+        defaultRegistry().validatorForSchema(schema as Record<string, unknown>);
+      } catch (error) {
+        if (!(error instanceof EnvelopeError)) throw error;
+        onSchemaDefect({ upstream: config.name, tool: tool.name, schema: which, message: error.message });
+      }
+    }
   }
 
   /** The tools/call hook for one serving transport. */
@@ -197,49 +241,17 @@ export class Enforcement {
       // `_meta.return_mode` is the gateway's: upstreams never see it.
       const { forwarded, asked } = splitReturnMode(params);
       try {
-        if (target?.pipeline) {
-          return await this.#enforce(
-            target.config,
-            target.pipeline,
-            forwarded,
-            invokeUpstream,
-            context,
-            principal,
-            report,
-            asked,
-          );
-        }
-        const mode = passthroughMode(this.#options.artifacts, context.tool, forwarded, asked);
-        const checked = this.#limiter.check({ principal, upstream: context.upstream, tool: params.name });
-        const decision = checked instanceof Promise ? await checked : checked;
-        if (decision && !decision.allowed) {
-          rateLimitedListener(context.authInfo)?.(decision);
-          const denied = deniedPassthrough(decision);
-          if (report) {
-            const at = answeredAt(call.signal);
-            report(() => relayedSummary(call, denied, at));
-          }
-          return denied;
-        }
-        const upstreamResult = await invokeUpstream(forwarded);
-        const relayed =
-          mode && this.#options.artifacts && !isInputRequiredResult(upstreamResult)
-            ? await passthroughReturnMode(upstreamResult, {
-                sink: this.#options.artifacts,
-                mode,
-                owner: principal,
-                tool: params.name,
-                ...(this.#options.onError ? { onError: this.#options.onError } : {}),
-              })
-            : upstreamResult;
-        const result =
-          decision && !isInputRequiredResult(relayed) ? withRateMeta(relayed, decision) : relayed;
-        // A 2026-07-28 call that waits for client input is reported once, when it is over.
-        if (report && !isInputRequiredResult(result)) {
-          const at = answeredAt(call.signal);
-          report(() => relayedSummary(call, result, at));
-        }
-        return result;
+        if (!target) throw new EnvelopeError('NOT_FOUND', `Unknown upstream: ${context.upstream}`);
+        return await this.#enforce(
+          target.config,
+          target.pipeline,
+          forwarded,
+          invokeUpstream,
+          context,
+          principal,
+          report,
+          asked,
+        );
       } catch (error) {
         // Answered with a protocol error the pipeline did not report (an unknown tool, a relayed JSON-RPC error).
         if (report && !reported) {
@@ -264,9 +276,11 @@ export class Enforcement {
   ): Promise<CallToolResult> {
     const described = context.tool;
     const down = context.unavailable;
+    const passthrough = config.dialect === 'passthrough';
     // The upstream listed no such tool: a protocol error naming the tool as the client called it,
-    // rather than an execution failure quoting the upstream's un-namespaced name.
-    if (!described && !down) {
+    // rather than an execution failure quoting the upstream's un-namespaced name. In passthrough
+    // the upstream answers for its own tools, whatever they are.
+    if (!described && !down && !passthrough) {
       const called = this.#called(config, params.name);
       throw new EnvelopeError('NOT_FOUND', `Unknown tool: ${called}`, {
         tool: called,
@@ -287,7 +301,8 @@ export class Enforcement {
       : { name: params.name };
     // Provenance switched off for this upstream: the caller's opt-in is not honoured,
     // but its _meta (progress tokens and the like) still reaches the upstream.
-    const meta = config.provenance.enabled ? withProvenanceDefaults(params._meta, config) : undefined;
+    const meta =
+      config.provenance.enabled && !passthrough ? withProvenanceDefaults(params._meta, config) : undefined;
     const tier = tierOf(context);
     const listener = rateLimitedListener(context.authInfo);
     const call: ToolCall = {
@@ -298,9 +313,11 @@ export class Enforcement {
       ...(returnMode === undefined ? {} : { returnMode }),
       arguments: params.arguments,
       meta,
-      invoke: described
-        ? (args) => invokeUpstream({ ...params, arguments: args })
-        : () => Promise.reject(down),
+      // Passthrough forwards whatever was called; the upstream (or why it is down) answers.
+      invoke:
+        described || passthrough
+          ? (args) => invokeUpstream({ ...params, arguments: args })
+          : () => Promise.reject(down),
       signal: context.signal,
       // A call waiting for client input is no answer yet, and a client that cannot give it is told so.
       isInterim: isInputRequiredResult,

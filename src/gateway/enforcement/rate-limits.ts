@@ -1,36 +1,12 @@
 /**
- * Rate limits for upstreams whose results are relayed untouched (dialect
- * passthrough). Their results are never rewritten, so the rate metadata of an
- * admitted call goes in the result's `_meta` (only when a rule applies: there
- * is nothing to say otherwise). A denied call has no upstream result to pass
- * through: it is answered by the gateway itself, as an mcp.envelope.v0.1 error
- * (RATE_LIMITED, retryable, `reset_at` in the error's details) so that any
- * envelope reader, callToolWithRetry included, knows when to come back.
+ * How a denial by a rate limit reaches the HTTP response: the pipeline tells
+ * the call's listener, and the server adds `Retry-After`. (The pipeline's
+ * rate stage decides and answers for every mode, passthrough included.)
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AuthInfo, CallToolResult } from '@modelcontextprotocol/server';
-import { envelopeV01For } from '../../mcp/dialects.ts';
-import { RATE_LIMIT_META_KEY } from '../../mcp/pipeline/rate-limit.ts';
-import { valueToToolResult } from '../../mcp/tool-result.ts';
+import type { AuthInfo } from '@modelcontextprotocol/server';
 import type { RateDecision } from '../../ratelimit/gcra.ts';
-import { rateLimitedError, rateLimitInfo, retryAfterSeconds } from '../../ratelimit/info.ts';
-
-/** The gateway's own answer to a call of a passthrough upstream that a bucket denied. */
-export function deniedPassthrough(decision: RateDecision): CallToolResult {
-  const info = rateLimitInfo(decision);
-  const envelope = envelopeV01For({
-    ok: false,
-    data: null,
-    error: rateLimitedError(decision),
-    meta: { adapter: 'mcp-envelope-gateway', rate_limit: info },
-  });
-  return valueToToolResult(envelope, { isError: true, meta: { [RATE_LIMIT_META_KEY]: info } });
-}
-
-/** An upstream's result as it came, with the binding decision's rate metadata in `_meta`. */
-export function withRateMeta(result: CallToolResult, decision: RateDecision): CallToolResult {
-  return { ...result, _meta: { ...result._meta, [RATE_LIMIT_META_KEY]: rateLimitInfo(decision) } };
-}
+import { retryAfterSeconds } from '../../ratelimit/info.ts';
 
 /** The member of `AuthInfo.extra` through which the HTTP server hears of a denied call. */
 export const RATE_LIMITED_LISTENER = 'onRateLimited';

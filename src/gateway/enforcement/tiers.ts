@@ -77,13 +77,7 @@ export function resolveTiers(raw: TierInputs, file?: string): ResolvedTiers {
   });
 
   const add = (upstream: string, tool: string, value: RawToolTier, path: (string | number)[]): void => {
-    if (raw.upstreams.find((candidate) => candidate.name === upstream)?.dialect === 'passthrough') {
-      // The gate answers with an envelope, which a passthrough upstream never gets.
-      throw invalid(
-        `cannot gate "${tool}": upstream "${upstream}" relays results untouched (dialect passthrough); give it an envelope dialect or drop the rule`,
-        path,
-      );
-    }
+    // Passthrough upstreams go through the same gate: a refusal is the gateway's own envelope.
     const own = tools.get(upstream) as Record<string, ToolTier>;
     if (typeof value === 'string') own[tool] = { tier: known(value, path) };
     else {

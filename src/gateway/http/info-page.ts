@@ -1,6 +1,8 @@
 export interface PageTool {
   name: string;
   description?: string;
+  /** What is wrong with it, when its schemas cannot be compiled. */
+  defect?: string;
 }
 
 /**
@@ -53,7 +55,9 @@ export function renderInfoPage(info: PageInfo): string {
     ? info.tools
         .map(
           (tool) =>
-            `<li><code>${e(tool.name)}</code>${tool.description ? ` — ${e(tool.description)}` : ''}</li>`,
+            `<li><code>${e(tool.name)}</code>${tool.description ? ` — ${e(tool.description)}` : ''}${
+              tool.defect ? ` (<strong>${e(tool.defect)}</strong>)` : ''
+            }</li>`,
         )
         .join('\n')
     : '<li>(no tools)</li>';

@@ -6,7 +6,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { toWebRequest } from '@modelcontextprotocol/node';
-import type { AuthInfo } from '@modelcontextprotocol/server';
+import type { AuthInfo, Tool } from '@modelcontextprotocol/server';
 import { isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../defaults.ts';
@@ -21,7 +21,7 @@ export type { SessionCloseReason } from '../transports/2025-11-25/sessions.ts';
 import { StatelessHttp } from '../transports/2026-07-28/stateless-http.ts';
 import { BearerAuth, type Principal, type TokenGrant } from './auth.ts';
 import { DEFAULT_HTTP_PATH } from './endpoint.ts';
-import { type PageUpstream, renderInfoPage } from './info-page.ts';
+import { type PageTool, type PageUpstream, renderInfoPage } from './info-page.ts';
 import { checkHostAndOrigin, type OriginPolicy } from './origin.ts';
 import { sendError, sendJson, sendRpcError } from './reply.ts';
 
@@ -269,7 +269,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   }
 
   async function sendInfoPage(res: ServerResponse, principal: string): Promise<void> {
-    let tools: { name: string; description?: string }[] = [];
+    let tools: PageTool[] = [];
     const lease = await pool.acquire(principal).catch(() => undefined);
     try {
       // The caller's shared upstreams, and the spare's per-session ones, answer tools/list
@@ -279,10 +279,20 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       for (const upstream of upstreams) {
         if (!upstream.available || !upstream.capabilities.tools) continue;
         const listed = await upstream.request('tools/list', undefined, { timeoutMs: 5000 });
-        const names = (listed.tools as { name: string; description?: string }[] | undefined) ?? [];
+        const names = (listed.tools as Tool[] | undefined) ?? [];
         const prefix = upstreams.length > 1 ? `${upstream.name}__` : '';
+        // Listing a tool is when its schemas are checked; the page says which ones cannot be.
+        for (const tool of names) options.gateway.outputSchemaFor?.(tool, upstream.name);
+        const defects = options.gateway.status?.schemaDefects(upstream.name) ?? [];
         tools = tools.concat(
-          names.map((tool) => ({ name: prefix + tool.name, description: tool.description })),
+          names.map((tool) => {
+            const broken = defects.filter((defect) => defect.tool === tool.name).map(({ schema }) => schema);
+            return {
+              name: prefix + tool.name,
+              description: tool.description,
+              ...(broken.length > 0 ? { defect: `its ${broken.join(' and ')} cannot be compiled` } : {}),
+            };
+          }),
         );
       }
     } catch {
@@ -318,11 +328,14 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       // Anyone may ask, token or not: states only. Why an upstream is down, what it wrote and how
       // busy the gateway is stay on the operator's side.
       const board = options.gateway.status;
+      const defects = board?.schemaDefectSummary();
       sendJson(res, 200, {
         status: board?.summary() ?? 'ok',
         ...(board
           ? { upstreams: Object.fromEntries(board.all().map(({ name, status }) => [name, status.state])) }
           : {}),
+        // Listed tools whose schemas cannot be compiled, by name only (the info page lists tools too).
+        ...(defects && Object.keys(defects).length > 0 ? { schema_defects: defects } : {}),
       });
       return;
     }

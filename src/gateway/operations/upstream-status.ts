@@ -22,8 +22,16 @@ export interface UpstreamStatus {
 /** Lines of stderr kept with a failure: enough to see why, bounded. */
 const STDERR_LINES = 6;
 
+/** A listed tool whose schema cannot be compiled: which one, and why. */
+export interface ToolSchemaDefect {
+  tool: string;
+  schema: 'inputSchema' | 'outputSchema';
+  message: string;
+}
+
 export class UpstreamStatusBoard {
   readonly #states = new Map<string, UpstreamStatus>();
+  readonly #defects = new Map<string, ToolSchemaDefect[]>();
 
   constructor(names: readonly string[] = []) {
     for (const name of names) this.#states.set(name, { state: 'starting' });
@@ -47,6 +55,26 @@ export class UpstreamStatusBoard {
       ...(failure ? { reason: failure.message } : {}),
       ...(lines.length > 0 ? { stderr: lines } : {}),
     });
+  }
+
+  /** Notes a listed tool's schema that cannot be compiled (once per tool and schema; the caller dedupes). */
+  noteSchemaDefect(upstream: string, defect: ToolSchemaDefect): void {
+    const known = this.#defects.get(upstream) ?? [];
+    known.push(defect);
+    this.#defects.set(upstream, known);
+  }
+
+  /** The schema defects noted for an upstream's tools, in the order they were seen. */
+  schemaDefects(upstream: string): readonly ToolSchemaDefect[] {
+    return this.#defects.get(upstream) ?? [];
+  }
+
+  /** `tool: schema` of each defect, by upstream, for the upstreams that have any. */
+  schemaDefectSummary(): Record<string, string[]> {
+    const summary: Record<string, string[]> = {};
+    for (const [upstream, defects] of this.#defects)
+      summary[upstream] = defects.map(({ tool, schema }) => `${tool}: ${schema}`);
+    return summary;
   }
 
   get(name: string): UpstreamStatus {

@@ -11,6 +11,7 @@ import type {
 } from '@modelcontextprotocol/server';
 import { ProtocolError, Server } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
+import { RESULT_SCHEMA_META_KEY } from '../../mcp/tool-result.ts';
 import { PACKAGE_VERSION } from '../../version.ts';
 import { toProtocolError } from '../jsonrpc/messages.ts';
 import { collectPages } from '../jsonrpc/pagination.ts';
@@ -306,7 +307,12 @@ export class Relay {
     this.#list('tools/list', 'tools', params, ctx, (item, upstream) => {
       const tool = this.#prefixed(item, upstream);
       const schema = this.#options.outputSchemaFor?.(tool as unknown as Tool, upstream.name);
-      return schema === undefined ? tool : { ...tool, outputSchema: schema };
+      if (schema === undefined) return tool;
+      // The tool's own outputSchema (the payload's shape) stays listed, beside the envelope's.
+      const own = (tool as { outputSchema?: unknown }).outputSchema;
+      if (own === undefined) return { ...tool, outputSchema: schema };
+      const meta = (tool as { _meta?: Record<string, unknown> })._meta;
+      return { ...tool, outputSchema: schema, _meta: { ...meta, [RESULT_SCHEMA_META_KEY]: own } };
     }),
   );
 

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import type { ReturnMode } from '../../artifacts/service.ts';
 import { canonicalize } from '../../canonical/canonicalize.ts';
 import { digestBytes } from '../../canonical/digest.ts';
 import type { WrapOptions } from '../../envelope/compat-policy.ts';
@@ -14,14 +15,14 @@ import { keyIdFor } from '../../provenance/integrity.ts';
 import type { Artifact } from '../../provenance/record.ts';
 import { defaultRegistry, type SchemaRegistry, type Validator } from '../../schemas/index.ts';
 import { assertDialectAvailable, outputSchemaFor } from '../dialects.ts';
-import { ToolSchemaError } from './errors.ts';
-import type { CallRate } from './rate-limit.ts';
-import type { ReturnMode } from './return-mode.ts';
-import type { PipelineOptions, ToolCall, ValidationMode } from './types.ts';
+import type { CallRate, PipelineMode, PipelineOptions, ToolCall, ValidationMode } from './types.ts';
 
 /** The pipeline's options with every default applied, resolved once per pipeline. */
 export interface Settings {
   readonly options: PipelineOptions;
+  /** `passthrough`, or the dialect of every answer. */
+  readonly mode: PipelineMode;
+  /** The dialect the pipeline answers in (its own answers, in passthrough). */
   readonly dialect: ResultDialectId;
   readonly outputSchema: Record<string, unknown> | undefined;
   readonly inputMode: ValidationMode;
@@ -42,7 +43,10 @@ export interface Settings {
 const DEFAULT_ADAPTER = 'mcp-envelope';
 
 export function resolveSettings(options: PipelineOptions): Settings {
-  const dialect = options.dialect ?? 'prov-v0.1';
+  const passthrough = options.dialect === 'passthrough';
+  // A passthrough pipeline's own answers (a denial) are mcp.envelope.v0.1.
+  const dialect: ResultDialectId =
+    options.dialect === undefined || options.dialect === 'passthrough' ? 'prov-v0.1' : options.dialect;
   assertDialectAvailable(dialect);
   const gate =
     options.gate === undefined || options.gate instanceof FeatureGate
@@ -50,10 +54,11 @@ export function resolveSettings(options: PipelineOptions): Settings {
       : new FeatureGate(options.gate);
   return {
     options,
+    mode: passthrough ? 'passthrough' : dialect,
     dialect,
-    outputSchema: outputSchemaFor(dialect),
-    inputMode: options.inputValidation ?? 'enforce',
-    outputMode: options.outputValidation ?? 'enforce',
+    outputSchema: passthrough ? undefined : outputSchemaFor(dialect),
+    inputMode: passthrough ? 'off' : (options.inputValidation ?? 'enforce'),
+    outputMode: passthrough ? 'off' : (options.outputValidation ?? 'enforce'),
     invalidInputAs: options.invalidInput ?? 'result',
     ids: options.ids ?? createIdSource(),
     adapter: options.adapter ?? DEFAULT_ADAPTER,
@@ -179,12 +184,15 @@ export class CallContext {
     return { meta: { adapter: this.settings.adapter, request_id: this.requestId }, warnings: this.warnings };
   }
 
-  /** The compiled validator of one of the tool's schemas; one that does not compile is ToolSchemaError. */
-  validatorFor(schema: Record<string, unknown>): Validator {
+  /**
+   * The compiled validator of one of the tool's schemas, or why it does not
+   * compile (SCHEMA_INVALID, the same every time for the same schema).
+   */
+  validatorFor(schema: Record<string, unknown>): Validator | EnvelopeError {
     try {
       return this.settings.registry.validatorForSchema(schema);
     } catch (error) {
-      if (error instanceof EnvelopeError) throw new ToolSchemaError(error.message);
+      if (error instanceof EnvelopeError) return error;
       throw error;
     }
   }

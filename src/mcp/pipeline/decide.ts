@@ -11,6 +11,7 @@ import { codecFor } from '../../envelope/dialects/index.ts';
 import type { IssueEntry, NormalizedResult } from '../../envelope/model.ts';
 import { applyProfileToData } from '../../envelope/profiles.ts';
 import { classifyV01, type EnvelopeV01 } from '../../envelope/prov-v01.ts';
+import { EnvelopeError } from '../../errors/index.ts';
 import type { EnvelopeDetection } from '../dialects.ts';
 import { contentText } from '../tool-result.ts';
 import type { CallContext } from './context.ts';
@@ -31,6 +32,7 @@ export function decideOutput(ctx: CallContext, output: ToolOutput): Decision {
   const decision = decide(ctx, output);
   // Every branch answers for what the tool returned; each decision is a fresh object.
   decision.source = output.source;
+  decision.returned = output.raw;
   return decision;
 }
 
@@ -72,7 +74,11 @@ function outputProblem(ctx: CallContext, output: ToolOutput): { text: string; po
   if (!output.structured) {
     return { text: `${tool.name} declares an outputSchema but returned no structured content`, pointer: '' };
   }
-  const checked = ctx.validatorFor(tool.outputSchema)(output.payload.value);
+  const validator = ctx.validatorFor(tool.outputSchema);
+  // The tool has run: a schema that cannot be compiled is the server's defect, reported
+  // where the tool is listed, and never turns a call that ran into a failure.
+  if (validator instanceof EnvelopeError) return undefined;
+  const checked = validator(output.payload.value);
   return checked.valid ? undefined : issueSummary(checked.issues);
 }
 

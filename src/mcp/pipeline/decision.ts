@@ -2,6 +2,7 @@ import { wrapFailure } from '../../envelope/compat-policy.ts';
 import type { ResultDialectId } from '../../envelope/dialect.ts';
 import type { IssueEntry, NormalizedResult } from '../../envelope/model.ts';
 import type { EnvelopeV01 } from '../../envelope/prov-v01.ts';
+import type { ToolResultLike } from '../tool-result.ts';
 import type { CallContext } from './context.ts';
 import { INVALID_PARAMS, invalidInputEntry } from './entries.ts';
 import { PipelineRpcError } from './errors.ts';
@@ -34,6 +35,8 @@ export interface Decision {
   original?: unknown[];
   /** The dialect and version of what the tool returned; absent when it never answered. */
   source?: { dialect: string; version: string | null };
+  /** What the tool returned (after the caller's return mode): every block of it reaches the client. */
+  returned?: ToolResultLike;
   isError: boolean;
   failure: CallFailure | null;
   action: Exclude<CallAction, 'relayed'>;

@@ -1,8 +1,10 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
+import { isJsonObject } from '../../canonical/json-value.ts';
 import type { DialectId, Loss } from '../../envelope/dialect.ts';
 import { codecFor } from '../../envelope/dialects/index.ts';
+import { escapeToken } from '../../pointer/json-pointer.ts';
 import { fromEnvelopeV01 } from '../dialects.ts';
-import { LOSSES_META_KEY, valueToToolResult } from '../tool-result.ts';
+import { composeToolResult, LOSSES_META_KEY, OWN_META_PREFIX } from '../tool-result.ts';
 import type { CallContext } from './context.ts';
 import type { PipelineRpcError } from './errors.ts';
 import type { Placed } from './provenance.ts';
@@ -96,15 +98,38 @@ export function encodeAnswer(ctx: CallContext, placed: Placed): Answer {
       original ??= textBlock(envelope.result);
     }
   }
-  if (losses.length > 0) meta[LOSSES_META_KEY] = losses;
   const rateLimit = rateLimitMeta(ctx, ratePlaced);
   if (rateLimit !== undefined) meta[RATE_LIMIT_META_KEY] = rateLimit;
-  const result = valueToToolResult(value, {
+  // A member of the tool's own `_meta` under the pipeline's prefix gives way to the pipeline's: said so.
+  const toolMeta = isJsonObject(decision.returned?._meta) ? decision.returned._meta : {};
+  const replaced = [...new Set([...Object.keys(meta), LOSSES_META_KEY])].filter((key) =>
+    Object.hasOwn(toolMeta, key),
+  );
+  losses = [
+    ...losses,
+    ...replaced.map((key) => ({
+      path: `/_meta/${escapeToken(key)}`,
+      reason: `the tool's own _meta member gives way to the pipeline's (${OWN_META_PREFIX} is reserved)`,
+    })),
+  ];
+  if (losses.length > 0) meta[LOSSES_META_KEY] = losses;
+  const sent = isJsonObject(value) && dialect !== 'legacy' ? value : undefined;
+  const lead = sent === undefined && decision.isError && typeof value === 'string' ? value : undefined;
+  const parts = {
     isError: decision.isError,
-    ...(text === undefined ? {} : { text }),
     meta,
-  });
-  if (original && original.length > 0) result.content.push(...(original as CallToolResult['content']));
+    ...(decision.returned ? { tool: decision.returned } : {}),
+    ...(original && original.length > 0 ? { fallback: original } : {}),
+  };
+  const result = sent
+    ? composeToolResult({ ...parts, envelope: sent, ...(text === undefined ? {} : { envelopeText: text }) })
+    : composeToolResult({
+        ...parts,
+        ...(lead === undefined ? {} : { lead }),
+        ...(isJsonObject(value) ? { structured: value } : {}),
+        // A bare payload the tool never wrote as a block (a failure's message, say) still travels.
+        ...(decision.returned || lead !== undefined ? {} : { fallback: textBlock(value ?? null) }),
+      });
   return { result, value, dialect: sentDialect, losses: losses.length };
 }
 
@@ -114,7 +139,7 @@ export function reportAnswer(ctx: CallContext, placed: Placed, answer: Answer, a
   return summarize(
     {
       tool: ctx.call.tool.name,
-      dialect: ctx.settings.dialect,
+      dialect: ctx.settings.mode,
       failure: decision.failure,
       action: decision.action,
       code: decision.errorCode,
@@ -138,7 +163,7 @@ export function reportRpcError(ctx: CallContext, error: PipelineRpcError, at: An
   return summarize(
     {
       tool: ctx.call.tool.name,
-      dialect: ctx.settings.dialect,
+      dialect: ctx.settings.mode,
       failure: 'invalid_input',
       action: 'rejected',
       code: error.code,

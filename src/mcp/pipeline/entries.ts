@@ -1,5 +1,5 @@
 import type { IssueEntry } from '../../envelope/model.ts';
-import { toJsonRpcError } from '../../errors/index.ts';
+import { type EnvelopeError, toJsonRpcError } from '../../errors/index.ts';
 import type { SchemaIssue } from '../../schemas/index.ts';
 
 /** The error and warning entries the pipeline writes itself; each kind is built here only. */
@@ -40,5 +40,23 @@ export function invalidOutputEntry(text: string, pointer: string, toolRan: boole
     pointer,
     jsonrpc_code: INVALID_OUTPUT_RPC,
     ...(toolRan ? { tool_ran: true } : {}),
+  });
+}
+
+/**
+ * INTERNAL_ERROR for a tool whose schema cannot be compiled (the server's defect),
+ * naming the tool, the schema and why (`reason`, and the `draft` it was read in).
+ */
+export function toolSchemaEntry(
+  tool: string,
+  which: 'inputSchema' | 'outputSchema',
+  error: EnvelopeError,
+): IssueEntry {
+  const { reason, draft } = error.details ?? {};
+  return entry('INTERNAL_ERROR', `Tool ${tool} has an ${which} that does not compile: ${error.message}`, {
+    tool,
+    schema: which,
+    ...(typeof reason === 'string' ? { reason } : {}),
+    ...(typeof draft === 'string' ? { draft } : {}),
   });
 }

@@ -26,6 +26,3 @@ export class PipelineRpcError extends EnvelopeError {
     this.rpcError = toJsonRpcError(code, message, details);
   }
 }
-
-/** A tool's own schema could not be compiled: the server's defect, answered as INTERNAL_ERROR. */
-export class ToolSchemaError extends Error {}

@@ -7,6 +7,7 @@ import { rateLimitedError, rateLimitInfo } from '../../ratelimit/info.ts';
 import { envelopeV01For } from '../dialects.ts';
 import type { CallContext } from './context.ts';
 import { type Decision, onEnvelope } from './decision.ts';
+import type { CallRate } from './types.ts';
 
 /**
  * Stage 0, when the pipeline has a rate limit: the call is checked before
@@ -18,15 +19,6 @@ import { type Decision, onEnvelope } from './decision.ts';
 
 /** Where an answer carries rate metadata its envelope has no place for (a key of the result's `_meta`). */
 export const RATE_LIMIT_META_KEY = 'mcp-envelope/rate_limit';
-
-/** The rate limit's word on one call. */
-export interface CallRate {
-  /** The binding decision's metadata; all null when no rule applies. */
-  info: RateLimitInfo;
-  /** Whether a rule applies (else `info` is the null placeholder). */
-  applies: boolean;
-  denied: boolean;
-}
 
 export async function checkRateLimit(ctx: CallContext): Promise<Decision | undefined> {
   const check = ctx.settings.options.rateLimit;
@@ -101,5 +93,7 @@ export function lost(losses: readonly { path: string }[]): boolean {
 /** The metadata for `_meta`, when a rule applies and the envelope does not already carry it. */
 export function rateLimitMeta(ctx: CallContext, placed: boolean): RateLimitInfo | undefined {
   const rate = ctx.rate;
-  return rate?.applies && !placed ? rate.info : undefined;
+  // A passthrough client reads rate metadata from `_meta` alone, the pipeline's own answers included.
+  const inMeta = !placed || ctx.settings.mode === 'passthrough';
+  return rate?.applies && inMeta ? rate.info : undefined;
 }

@@ -1,6 +1,11 @@
 import { envelopesIn } from '../../envelope/detect.ts';
 import { detectEnvelope, type EnvelopeDetection } from '../dialects.ts';
-import { type ToolResultLike, type ToolResultPayload, toolResultPayload } from '../tool-result.ts';
+import {
+  contentReference,
+  type ToolResultLike,
+  type ToolResultPayload,
+  toolResultPayload,
+} from '../tool-result.ts';
 
 /** What the tool returned, read once: every later decision works from this. */
 export interface ToolOutput {
@@ -24,8 +29,19 @@ export interface ToolOutput {
 
 /** Stage 3: the tool's result, its payload found and its dialect detected, once. */
 export function readOutput(raw: ToolResultLike): ToolOutput {
-  const payload = toolResultPayload(raw);
+  let payload = toolResultPayload(raw);
+  // Blocks travel as themselves after the envelope: its payload refers to them, bytes left out.
+  let referenced: unknown[] | undefined;
+  if (payload.source === 'content') {
+    const reference = contentReference(payload.value);
+    payload = { source: 'content', value: reference.value };
+    referenced = reference.exact;
+  }
   const structured = payload.source === 'structured' || payload.source === 'json-text';
+  const exact =
+    payload.source === 'structured' || payload.source === 'json-text'
+      ? (payload.lossless ?? payload.value)
+      : (referenced ?? payload.value);
   const detection = structured ? detectEnvelope(payload.value) : undefined;
   return {
     raw,
@@ -38,7 +54,7 @@ export function readOutput(raw: ToolResultLike): ToolOutput {
       dialect: detection?.match ? detection.dialect : 'legacy',
       version: detection?.match ? (detection.model.version ?? null) : null,
     },
-    exact: structured ? (payload.lossless ?? payload.value) : payload.value,
+    exact,
   };
 }
 

@@ -9,6 +9,7 @@ import type { CallContext } from './context.ts';
 import { type Decision, invalidInput, rejection } from './decision.ts';
 import { entry } from './entries.ts';
 import type { ToolOutput } from './read-output.ts';
+import type { ArtifactSink, StoredArtifact } from './types.ts';
 
 /**
  * Return modes: how a produced file reaches the caller (Hosted MCP v2's
@@ -41,38 +42,6 @@ const SPELLINGS: Readonly<Record<string, ReturnMode>> = {
   base64_docx: 'base64',
   mcp_resource: 'mcp_resource',
 };
-
-/** An artifact as the sink stored it, and how it is reached. */
-export interface StoredArtifact {
-  downloadId: string;
-  /** SHA-256 of the bytes, lower-case hex. */
-  digest: string;
-  sizeBytes: number;
-  mediaType: string;
-  filename: string;
-  /** ISO 8601. */
-  expiresAt: string;
-  /** Absent when there is no HTTP surface to download from. */
-  downloadUrl: string | undefined;
-  /** Readable through the serving side's resources/read. */
-  resourceUri: string;
-}
-
-/** Where a pipeline stores what it takes out of results (the gateway's artifact service, say). */
-export interface ArtifactSink {
-  /** A result larger than this (its text and binary members, in bytes) has its largest texts stored too. */
-  readonly inlineMaxBytes: number;
-  /** The mode of callers that do not choose one. */
-  readonly defaultReturnMode: ReturnMode;
-  /** Largest artifact stored; a larger one answers the call with TOO_LARGE. */
-  readonly maxBytes?: number;
-  store(
-    bytes: Uint8Array,
-    what: { mediaType: string; filename: string; owner: string },
-  ): Promise<StoredArtifact>;
-  /** The artifact a download id grants, when the id verifies and its grant is in the store. */
-  resolve(downloadId: string): Promise<StoredArtifact | undefined>;
-}
 
 /** A `resource_link` content block (MCP 2025-06-18). */
 export interface ResourceLinkBlock {
@@ -471,4 +440,32 @@ export function withOutputArtifacts(record: ProvRecord, artifacts: readonly Arti
     if (!methods.includes(method)) methods.push(method);
   const extended: ProvRecord = { ...record, outputs: [...record.outputs, ...artifacts], methods };
   return record.integrity ? attachRecordDigest(extended) : extended;
+}
+
+/**
+ * The return mode a passthrough call asked for, applied to the result it
+ * relays as it came: files stored and replaced, their links after the other
+ * blocks. Only when the caller asked (a relayed result is otherwise never
+ * touched); an artifact over the store's limit is TOO_LARGE (thrown: there is
+ * no envelope to say it in); a store that fails leaves the result as it came.
+ */
+export async function relayedReturnMode(ctx: CallContext, raw: ToolResultLike): Promise<ToolResultLike> {
+  const sink = ctx.settings.options.artifacts;
+  if (!sink || ctx.returnMode === undefined) return raw;
+  try {
+    const outcome = await applyReturnMode(raw, {
+      sink,
+      requested: ctx.returnMode,
+      owner: ctx.call.principal ?? 'anonymous',
+      tool: ctx.call.tool.name,
+    });
+    if (outcome.artifacts.length === 0) return raw;
+    const replaced = outcome.result;
+    const content = Array.isArray(replaced.content) ? replaced.content : [];
+    return { ...replaced, content: [...content, ...outcome.links] };
+  } catch (error) {
+    if (isEnvelopeError(error) && error.code === 'TOO_LARGE') throw error;
+    ctx.settings.options.onStoreError?.(error);
+    return raw;
+  }
 }

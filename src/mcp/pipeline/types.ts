@@ -1,6 +1,8 @@
 import type { KeyObject } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/server';
+import type { ReturnMode } from '../../artifacts/service.ts';
 import type { ResultDialectId } from '../../envelope/dialect.ts';
+import type { RateLimitInfo } from '../../envelope/model.ts';
 import type { Profile, ProfileConfig } from '../../envelope/profiles.ts';
 import type { FeatureGate, TierConfig } from '../../envelope/tiers.ts';
 import type { IdSource } from '../../ids/index.ts';
@@ -9,7 +11,6 @@ import type { RateCheck } from '../../ratelimit/limiter.ts';
 import type { SchemaRegistry } from '../../schemas/index.ts';
 import type { ToolResultLike } from '../tool-result.ts';
 import type { CallSummary } from './report.ts';
-import type { ArtifactSink } from './return-mode.ts';
 
 /** The pipeline's public vocabulary: what a call gives it and how it is configured. */
 
@@ -60,9 +61,20 @@ export interface ToolCall {
   report?: (summary: () => CallSummary) => void;
 }
 
+/** A pipeline's mode: a result dialect, or `passthrough` (results relayed as they came). */
+export type PipelineMode = ResultDialectId | 'passthrough';
+
 export interface PipelineOptions {
-  /** Dialect of every result; default `prov-v0.1`. */
-  dialect?: ResultDialectId;
+  /**
+   * Dialect of every result; default `prov-v0.1`. `passthrough` runs the same
+   * gates (rate limit, tier gate, return mode) and report, and relays the tool's
+   * result untouched: no input or output validation, no envelope, no record;
+   * `_meta` is not read for controls; a rejected invoke is rethrown as it came
+   * (an upstream's JSON-RPC error stays one); the pipeline's own answers (a
+   * denial) are mcp.envelope.v0.1 errors; a return mode applies only when the
+   * caller asked for one.
+   */
+  dialect?: PipelineMode;
   /** Arguments against the tool's inputSchema; default `enforce`. */
   inputValidation?: ValidationMode;
   /** Structured output against the tool's outputSchema; default `enforce`. */
@@ -106,6 +118,8 @@ export interface PipelineOptions {
    * A RateLimiter's `check` fits: `(call) => limiter.check({ principal: call.principal, tool: call.tool.name })`.
    */
   rateLimit?: (call: ToolCall) => RateCheck;
+  /** Told when the artifact store fails to keep a relayed result's files (they stay inline); default none. */
+  onStoreError?: (error: unknown) => void;
   /** A tool that has not answered after this long has failed (TIMEOUT, retriable); its signal is aborted. */
   timeoutMs?: number;
   /**
@@ -133,8 +147,49 @@ export interface PipelineOptions {
 }
 
 export interface Pipeline {
-  readonly dialect: ResultDialectId;
+  readonly dialect: PipelineMode;
   /** The envelope schema to advertise as every tool's outputSchema (none for `legacy`). */
   readonly outputSchema: Record<string, unknown> | undefined;
   callTool(call: ToolCall): Promise<CallToolResult>;
+}
+
+/** The rate limit's word on one call. */
+export interface CallRate {
+  /** The binding decision's metadata; all null when no rule applies. */
+  info: RateLimitInfo;
+  /** Whether a rule applies (else `info` is the null placeholder). */
+  applies: boolean;
+  denied: boolean;
+}
+
+/** An artifact as the sink stored it, and how it is reached. */
+export interface StoredArtifact {
+  downloadId: string;
+  /** SHA-256 of the bytes, lower-case hex. */
+  digest: string;
+  sizeBytes: number;
+  mediaType: string;
+  filename: string;
+  /** ISO 8601. */
+  expiresAt: string;
+  /** Absent when there is no HTTP surface to download from. */
+  downloadUrl: string | undefined;
+  /** Readable through the serving side's resources/read. */
+  resourceUri: string;
+}
+
+/** Where a pipeline stores what it takes out of results (the gateway's artifact service, say). */
+export interface ArtifactSink {
+  /** A result larger than this (its text and binary members, in bytes) has its largest texts stored too. */
+  readonly inlineMaxBytes: number;
+  /** The mode of callers that do not choose one. */
+  readonly defaultReturnMode: ReturnMode;
+  /** Largest artifact stored; a larger one answers the call with TOO_LARGE. */
+  readonly maxBytes?: number;
+  store(
+    bytes: Uint8Array,
+    what: { mediaType: string; filename: string; owner: string },
+  ): Promise<StoredArtifact>;
+  /** The artifact a download id grants, when the id verifies and its grant is in the store. */
+  resolve(downloadId: string): Promise<StoredArtifact | undefined>;
 }

@@ -1,11 +1,12 @@
 import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../../canonical/json-value.ts';
 import { a11yRequestInput } from '../../envelope/dialects/a11y-v01.ts';
 import { upgradeRequiredError } from '../../envelope/tiers.ts';
+import { EnvelopeError } from '../../errors/index.ts';
 import { encodePointer } from '../../pointer/json-pointer.ts';
 import { envelopeV01For } from '../dialects.ts';
 import type { CallContext } from './context.ts';
-import { type Decision, invalidInput, onEnvelope } from './decision.ts';
-import { invalidInputEntry, issueSummary } from './entries.ts';
+import { type Decision, invalidInput, onEnvelope, rejection } from './decision.ts';
+import { invalidInputEntry, issueSummary, toolSchemaEntry } from './entries.ts';
 
 /**
  * Stage 1, before the tool runs: the tier gate, then the arguments (size,
@@ -13,11 +14,11 @@ import { invalidInputEntry, issueSummary } from './entries.ts';
  * Returns the answer when the call stops here.
  */
 export function checkInput(ctx: CallContext): Decision | undefined {
-  return denied(ctx) ?? refusedArguments(ctx);
+  return deniedByTier(ctx) ?? refusedArguments(ctx);
 }
 
 /** A call whose features the caller's tier lacks: UPGRADE_REQUIRED with upgrade hints. */
-function denied(ctx: CallContext): Decision | undefined {
+export function deniedByTier(ctx: CallContext): Decision | undefined {
   const { gate, options } = ctx.settings;
   if (!gate) return undefined;
   const { tool } = ctx.call;
@@ -79,7 +80,14 @@ function refusedArguments(ctx: CallContext): Decision | undefined {
   if (inputMode === 'off' || !tool.inputSchema) return undefined;
   // The accessibility suite's request form carries the tool's input under `input`.
   const requestInput = a11yRequestInput(args);
-  const checked = ctx.validatorFor(tool.inputSchema)(requestInput ?? args ?? {});
+  const validator = ctx.validatorFor(tool.inputSchema);
+  if (validator instanceof EnvelopeError) {
+    // Arguments that cannot be checked are refused only where checking is enforced;
+    // otherwise the call goes on (the defect is reported where the tool is listed).
+    if (inputMode !== 'enforce') return undefined;
+    return rejection(ctx, 'internal_error', toolSchemaEntry(tool.name, 'inputSchema', validator));
+  }
+  const checked = validator(requestInput ?? args ?? {});
   if (checked.valid) return undefined;
   const { pointer, text } = issueSummary(checked.issues, requestInput === undefined ? '' : '/input');
   if (inputMode === 'enforce') return invalidInput(ctx, text, pointer);

@@ -286,14 +286,6 @@ describe('bad configuration', () => {
       /names no configured upstream.*a, b/,
     ],
     [
-      'a tier rule on a passthrough upstream',
-      {
-        upstreams: [{ ...minimal.upstreams[0], dialect: 'passthrough', tiers: { tools: { stats: 'pro' } } }],
-      },
-      '/upstreams/0/tiers/tools/stats',
-      /passthrough/,
-    ],
-    [
       'a tool rule that is neither a tier nor an object',
       { ...minimal, tiers: { tools: { stats: 3 } } },
       '/tiers/tools/stats',
