@@ -45,7 +45,7 @@ import type { ToolResultLike } from './tool-result.ts';
  * they cannot drift apart.
  */
 
-export { PipelineRpcError, ToolTimeoutError } from './pipeline/errors.ts';
+export { PipelineRpcError, ToolProcessError, ToolTimeoutError } from './pipeline/errors.ts';
 export type {
   CallAction,
   CallFailure,
@@ -96,6 +96,7 @@ async function decide(ctx: CallContext): Promise<Decision | { interim: ToolResul
     return fromRejection(ctx, error);
   }
   if (ctx.call.isInterim?.(raw)) return { interim: raw };
+  if (ctx.call.warnings) ctx.warnings.push(...ctx.call.warnings);
   const returned = await returnModeStage(ctx, raw);
   if ('decision' in returned) return returned.decision;
   const output = readOutput(returned.result);

@@ -176,6 +176,7 @@ function steady(text: string): string {
   return text
     .replace(/ed25519:[0-9a-f]{32}/g, 'ed25519:<key id>')
     .replace(/"request_id":"[0-9a-f]{32}"/g, '"request_id":"<random>"')
+    .replace(/"request_id":"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"/g, '"request_id":"<random>"')
     .replace(/\breq_[A-Za-z0-9]{20}\b/g, 'req_<random>')
     .replace(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/g, '<time>');
 }

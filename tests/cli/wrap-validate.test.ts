@@ -114,6 +114,41 @@ describe('wrap', () => {
     expect(run.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('--exec runs the command through the pipeline: a scalar stays its text, any dialect, the same warnings', async () => {
+    const big = await runCli([
+      'wrap',
+      '--exec',
+      '--',
+      process.execPath,
+      '-e',
+      'console.log("18446744073709551616")',
+    ]);
+    expect(big.code).toBe(0);
+    // As a number a reader would get 18446744073709552000; the tool's text is kept.
+    expect(JSON.parse(big.stdout).result).toBe('18446744073709551616\n');
+    const hosted = await runCli([
+      'wrap',
+      '--exec',
+      '--dialect',
+      'hosted-v2',
+      '--tool-name',
+      'count',
+      '--',
+      process.execPath,
+      '-e',
+      'console.log(JSON.stringify({n:1})); console.error("note")',
+    ]);
+    expect(hosted.code).toBe(0);
+    expect(JSON.parse(hosted.stdout)).toMatchObject({ ok: true, tool: 'count', data: { n: 1 } });
+    expect(hosted.stderr).toContain('loss: /warnings');
+  });
+
+  it('refuses --timeout without --exec, which it would not apply to', async () => {
+    const run = await runCli(['wrap', '--timeout', '100', '-'], { input: '{"a":1}' });
+    expect(run.code).toBe(2);
+    expect(errorCode(run)).toBe('USAGE_ERROR');
+  });
+
   it('--exec --timeout kills a hanging command', async () => {
     const run = await runCli([
       'wrap',

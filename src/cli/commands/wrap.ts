@@ -8,15 +8,17 @@ import {
   ENVELOPE_NEAR_MISS,
   stderrExcerpt,
   toolReportedErrors,
-  wrapFailure,
 } from '../../envelope/compat-policy.ts';
 import { convert } from '../../envelope/convert.ts';
 import { type DetectionReport, detectDialect, requireDialect } from '../../envelope/detect.ts';
+import type { Loss, ResultDialectId } from '../../envelope/dialect.ts';
 import { codecFor } from '../../envelope/dialects/index.ts';
 import type { IssueEntry } from '../../envelope/model.ts';
 import type { EnvelopeV01 } from '../../envelope/prov-v01.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { createIdSource } from '../../ids/index.ts';
+import { createPipeline, ToolProcessError } from '../../mcp/pipeline.ts';
+import { LOSSES_META_KEY, PROVENANCE_META_KEY } from '../../mcp/tool-result.ts';
 import {
   attachRecord,
   buildCallRecord,
@@ -146,16 +148,6 @@ interface Parsed {
   lossless: unknown;
 }
 
-/** A tool's stdout: its JSON value when it is JSON, else the text unchanged. */
-function stdoutPayload(text: string): Parsed {
-  if (text.trim() === '') return { value: text, lossless: text };
-  try {
-    return parseJsonLossless(text);
-  } catch {
-    return { value: text, lossless: text };
-  }
-}
-
 /**
  * The envelope as written out: its result is the payload with its numbers as
  * the input wrote them, when it is the payload as parsed. Everything before
@@ -193,6 +185,109 @@ function parseTimeout(value: string | undefined): number | undefined {
   return ms;
 }
 
+/** A command's stdout as a tool's output: a JSON object or array (numbers as written), else the text. */
+function stdoutPayload(text: string): Parsed {
+  const first = text.trimStart()[0];
+  if (first !== '{' && first !== '[') return { value: text, lossless: text };
+  try {
+    return parseJsonLossless(text);
+  } catch {
+    return { value: text, lossless: text };
+  }
+}
+
+/**
+ * `wrap --exec`: the command is a tool the enforcement pipeline calls, as the
+ * gateway calls an upstream's; its stdout is the tool's text, a failure (exit
+ * code, signal, a timeout, a command that cannot start) the observed failure,
+ * with what it wrote before failing as the partial output. The envelope is
+ * printed as the pipeline answers it (its text), exit 1 when it carries an error.
+ */
+async function wrapExec(input: string[], options: WrapCliOptions, dialect: ResultDialectId, io: CliIo) {
+  const [command, ...args] = input;
+  if (command === undefined)
+    throw new EnvelopeError('USAGE_ERROR', 'wrap --exec needs a command: wrap --exec -- CMD [ARGS...]');
+  const controls = controlsFrom(options);
+  const timeoutMs = parseTimeout(options.timeout);
+  const warnings: IssueEntry[] = [];
+  let durationMs = 0;
+  let stdout: string | undefined;
+  const pipeline = createPipeline({
+    dialect,
+    adapter: options.adapter,
+    ids: createIdSource(options.deterministicIds),
+    // A command has no schemas to check against.
+    inputValidation: 'off',
+    outputValidation: 'off',
+  });
+  const result = await pipeline.callTool({
+    tool: { name: options.toolName ?? basename(command), version: options.toolVersion },
+    arguments: { argv: input },
+    meta: {
+      capture_provenance: controls.captureProvenance,
+      capture_artifacts: controls.captureArtifacts,
+      provenance_mode: controls.provenanceMode,
+      deterministic: controls.deterministic,
+    },
+    ...(options.requestId === undefined ? {} : { requestId: options.requestId }),
+    warnings,
+    invoke: async () => {
+      const started = performance.now();
+      const run = await runCommand(command, args, timeoutMs, io);
+      durationMs = Math.round(performance.now() - started);
+      stdout = run.stdout;
+      if (run.stdoutNotUtf8) {
+        warnings.push({
+          code: 'ADAPTER.OUTPUT.NOT_UTF8',
+          message: 'The tool wrote bytes that are not UTF-8; they were decoded lossily.',
+        });
+      }
+      if (run.spawnError !== undefined || run.timedOut || run.exitCode !== 0) {
+        const parsed = stdoutPayload(run.stdout);
+        const toolErrors = toolReportedErrors(parsed.value);
+        throw new ToolProcessError({
+          ...(run.spawnError ? { exception: run.spawnError } : {}),
+          // A command that could not start has no exit code (Node reports the errno there).
+          ...(run.spawnError ? {} : { exitCode: run.exitCode }),
+          ...(run.signal ? { signal: run.signal } : {}),
+          stderr: run.stderr,
+          partialOutput: parsed.lossless,
+          ...(toolErrors ? { toolErrors } : {}),
+          ...(run.timedOut ? { message: `Tool execution timed out after ${timeoutMs} ms.` } : {}),
+          ...(run.spawnError ? { message: `Tool could not be started: ${run.spawnError.message}` } : {}),
+        });
+      }
+      if (run.stderr.trim() !== '') {
+        warnings.push({
+          code: ADAPTER_STDERR_OUTPUT,
+          message: 'The tool succeeded and wrote to stderr.',
+          details: { stderr_excerpt: stderrExcerpt(run.stderr) },
+        });
+      }
+      return { content: [{ type: 'text', text: run.stdout }] };
+    },
+  });
+  const meta = result._meta ?? {};
+  const losses = meta[LOSSES_META_KEY];
+  if (Array.isArray(losses) && losses.length > 0) io.stderr(lossLines(losses as Loss[]));
+  if (meta[PROVENANCE_META_KEY] !== undefined)
+    io.stderr('note: provenance not attached: only an mcp.envelope.v0.1 built here carries its record\n');
+  const exitCode = result.isError ? EXIT.checkFailed : EXIT.ok;
+  const [first] = result.content;
+  const text = first?.type === 'text' ? first.text : '';
+  const envelope = result.structuredContent;
+  // The tool's own envelope leads in the answer as the tool wrote it: passed on byte for byte.
+  const own = text === stdout;
+  if (!controls.deterministic && envelope && dialect === 'prov-v0.1' && !own) {
+    // The duration makes the output differ between runs: only when the caller waived determinism.
+    const before = (envelope as { meta?: Record<string, unknown> }).meta;
+    const timed = { ...envelope, meta: { ...before, duration_ms: durationMs } };
+    return { exitCode, raw: `${JSON.stringify(timed)}\n`, json: timed };
+  }
+  // The envelope's text as the pipeline sent it (legacy: the tool's text, or an error's `CODE: message`).
+  return { exitCode, raw: own || text.endsWith('\n') ? text : `${text}\n`, json: envelope ?? text };
+}
+
 export const registerWrap: Registrar = (program, invocation) => {
   program
     .command('wrap')
@@ -224,6 +319,7 @@ export const registerWrap: Registrar = (program, invocation) => {
     .action(
       runs(invocation, async ({ io }, input: string[], options: WrapCliOptions) => {
         const dialect = dialectOption(options.dialect, '--dialect');
+        if (options.exec) return wrapExec(input, options, dialect, io);
         const context = {
           ...(options.toolName !== undefined ? { tool: options.toolName } : {}),
           ...(options.requestId !== undefined ? { requestId: options.requestId } : {}),
@@ -238,75 +334,16 @@ export const registerWrap: Registrar = (program, invocation) => {
           return { exitCode, raw: `${JSON.stringify(result.value)}\n`, json: result.value };
         };
         const controls = controlsFrom(options);
-        const timeoutMs = parseTimeout(options.timeout);
+        if (options.timeout !== undefined)
+          throw new EnvelopeError('USAGE_ERROR', '--timeout applies to --exec only');
         const meta: EnvelopeV01['meta'] = { adapter: options.adapter };
         if (options.requestId !== undefined) meta.request_id = options.requestId;
 
         let outcome: { envelope: EnvelopeV01; action: 'wrapped' | 'passed-through'; text?: string };
         let inputArtifact: InputArtifact;
         let parsed: Parsed;
-        let toolName = options.toolName;
-        if (options.exec) {
-          const [command, ...args] = input;
-          if (command === undefined)
-            throw new EnvelopeError(
-              'USAGE_ERROR',
-              'wrap --exec needs a command: wrap --exec -- CMD [ARGS...]',
-            );
-          toolName ??= basename(command);
-          inputArtifact = {
-            id: 'argv',
-            mediaType: 'application/json',
-            content: { json: input },
-            labels: { role: 'command' },
-          };
-          const started = performance.now();
-          const run = await runCommand(command, args, timeoutMs, io);
-          if (!controls.deterministic) meta.duration_ms = Math.round(performance.now() - started);
-          const warnings: IssueEntry[] = [];
-          if (run.stdoutNotUtf8) {
-            warnings.push({
-              code: 'ADAPTER.OUTPUT.NOT_UTF8',
-              message: 'The tool wrote bytes that are not UTF-8; they were decoded lossily.',
-            });
-          }
-          const failed = run.spawnError !== undefined || run.timedOut || run.exitCode !== 0;
-          parsed = stdoutPayload(run.stdout);
-          const payload = parsed.value;
-          if (failed) {
-            const toolErrors = toolReportedErrors(payload);
-            const envelope = wrapFailure(
-              {
-                ...(run.spawnError ? { exception: run.spawnError } : {}),
-                // A command that could not start has no exit code (Node reports the errno there).
-                ...(run.spawnError ? {} : { exitCode: run.exitCode }),
-                ...(run.signal ? { signal: run.signal } : {}),
-                stderr: run.stderr,
-                partialOutput: payload,
-                ...(toolErrors ? { toolErrors } : {}),
-                ...(run.timedOut ? { message: `Tool execution timed out after ${timeoutMs} ms.` } : {}),
-                ...(run.spawnError
-                  ? { message: `Tool could not be started: ${run.spawnError.message}` }
-                  : {}),
-              },
-              { meta, warnings },
-            );
-            outcome = { envelope, action: envelope === payload ? 'passed-through' : 'wrapped' };
-          } else {
-            if (run.stderr.trim() !== '') {
-              warnings.push({
-                code: ADAPTER_STDERR_OUTPUT,
-                message: 'The tool succeeded and wrote to stderr.',
-                details: { stderr_excerpt: stderrExcerpt(run.stderr) },
-              });
-            }
-            const policy = applyCompatibilityPolicy(payload, { meta, warnings });
-            outcome =
-              policy.action === 'passed-through'
-                ? { envelope: policy.envelope, action: policy.action, text: run.stdout }
-                : { envelope: policy.envelope, action: policy.action };
-          }
-        } else {
+        const toolName = options.toolName;
+        {
           if (input.length > 1)
             throw new EnvelopeError('USAGE_ERROR', 'wrap takes one input file (use --exec to run a command)');
           const file = input[0];

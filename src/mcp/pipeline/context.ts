@@ -137,7 +137,7 @@ export class CallContext {
     this.settings = settings;
     this.call = call;
     this.runId = settings.ids.runId({ tool: call.tool.name, arguments: call.arguments ?? {} });
-    this.requestId = requestIdFor(settings.dialect, this.runId);
+    this.requestId = call.requestId ?? requestIdFor(settings.dialect, this.runId);
     let controls: CallControls;
     try {
       controls = readCallControls(call.meta);

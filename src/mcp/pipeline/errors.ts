@@ -1,3 +1,4 @@
+import type { ObservedFailure } from '../../envelope/compat-policy.ts';
 import {
   EnvelopeError,
   type ErrorCode,
@@ -24,5 +25,21 @@ export class PipelineRpcError extends EnvelopeError {
     super(code, message, details);
     this.name = 'PipelineRpcError';
     this.rpcError = toJsonRpcError(code, message, details);
+  }
+}
+
+/**
+ * A tool that ran as a process and failed, with all that was observed of it
+ * (exit code, signal, stderr, the output it wrote before failing, its own
+ * error codes, a message): a rejected invoke carrying one is wrapped from
+ * exactly that, as `wrap --exec` reports a command.
+ */
+export class ToolProcessError extends Error {
+  readonly observed: ObservedFailure;
+
+  constructor(observed: ObservedFailure) {
+    super(observed.message ?? 'the tool failed');
+    this.name = 'ToolProcessError';
+    this.observed = observed;
   }
 }

@@ -6,7 +6,7 @@ import type { ToolResultLike } from '../tool-result.ts';
 import type { CallContext } from './context.ts';
 import { type Decision, invalidInput, onEnvelope, rejection } from './decision.ts';
 import { entry } from './entries.ts';
-import { ToolTimeoutError } from './errors.ts';
+import { ToolProcessError, ToolTimeoutError } from './errors.ts';
 
 /** Stage 2: run the tool, within the pipeline's timeout when it has one (the tool's signal is aborted then). */
 export async function invokeTool(ctx: CallContext): Promise<ToolResultLike> {
@@ -71,5 +71,6 @@ export function fromRejection(ctx: CallContext, error: unknown): Decision {
       retryable: true,
     });
   }
-  return onEnvelope(wrapFailure(observedFailure(error), ctx.wrapOptions()), 'execution_failed', 'wrapped');
+  const observed = error instanceof ToolProcessError ? error.observed : observedFailure(error);
+  return onEnvelope(wrapFailure(observed, ctx.wrapOptions()), 'execution_failed', 'wrapped');
 }

@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { ReturnMode } from '../../artifacts/service.ts';
 import type { ResultDialectId } from '../../envelope/dialect.ts';
-import type { RateLimitInfo } from '../../envelope/model.ts';
+import type { IssueEntry, RateLimitInfo } from '../../envelope/model.ts';
 import type { Profile, ProfileConfig } from '../../envelope/profiles.ts';
 import type { FeatureGate, TierConfig } from '../../envelope/tiers.ts';
 import type { IdSource } from '../../ids/index.ts';
@@ -50,6 +50,13 @@ export interface ToolCall {
   principal?: string;
   /** Told when the pipeline's rate limit denies this call (an HTTP server adds its Retry-After header). */
   onRateLimited?: (decision: RateDecision) => void;
+  /** The caller's correlation id, sent as the answer's request id instead of one derived from the run id. */
+  requestId?: string;
+  /**
+   * Warnings the invoke notes while the tool runs (a process that wrote to
+   * stderr, say), read once it has answered, joining the envelope's warnings.
+   */
+  warnings?: IssueEntry[];
   /** The caller's `return_mode`, when `meta` no longer carries it (the gateway strips it before forwarding). */
   returnMode?: unknown;
   /**
