@@ -369,6 +369,20 @@ export function readReturnMode(ctx: CallContext): Decision | undefined {
   return undefined;
 }
 
+/** The caller's return mode applied to what the tool returned; whoever called owns what their call stored. */
+function applyCallersMode(
+  ctx: CallContext,
+  sink: ArtifactSink,
+  raw: ToolResultLike,
+): Promise<ReturnModeOutcome> {
+  return applyReturnMode(raw, {
+    sink,
+    requested: ctx.returnMode,
+    owner: ctx.call.principal ?? 'anonymous',
+    tool: ctx.call.tool.name,
+  });
+}
+
 /**
  * Stage 2b: the caller's return mode applied to what the tool returned. The
  * stored artifacts join the call's context (the record registers them, the
@@ -382,13 +396,7 @@ export async function returnModeStage(
   const sink = ctx.settings.options.artifacts;
   if (!sink) return { result: raw };
   try {
-    const outcome = await applyReturnMode(raw, {
-      sink,
-      requested: ctx.returnMode,
-      // Whoever called owns what their call stored.
-      owner: ctx.call.principal ?? 'anonymous',
-      tool: ctx.call.tool.name,
-    });
+    const outcome = await applyCallersMode(ctx, sink, raw);
     ctx.outputArtifacts.push(...outcome.artifacts);
     ctx.trailingBlocks.push(...outcome.links);
     return { result: outcome.result };
@@ -453,12 +461,7 @@ export async function relayedReturnMode(ctx: CallContext, raw: ToolResultLike): 
   const sink = ctx.settings.options.artifacts;
   if (!sink || ctx.returnMode === undefined) return raw;
   try {
-    const outcome = await applyReturnMode(raw, {
-      sink,
-      requested: ctx.returnMode,
-      owner: ctx.call.principal ?? 'anonymous',
-      tool: ctx.call.tool.name,
-    });
+    const outcome = await applyCallersMode(ctx, sink, raw);
     if (outcome.artifacts.length === 0) return raw;
     const replaced = outcome.result;
     const content = Array.isArray(replaced.content) ? replaced.content : [];
