@@ -1,5 +1,6 @@
 import { EnvelopeError } from '../errors/index.ts';
 import { encodePointer } from '../pointer/json-pointer.ts';
+import { canonicalRawNumber } from './exact-number.ts';
 import {
   isRawNumber,
   type JsonValue,
@@ -27,12 +28,13 @@ import {
  * Numbers: RFC 8785 is defined on I-JSON, whose numbers are IEEE 754 doubles,
  * and writes each as ECMAScript's Number::toString does. A number kept as
  * written (a RawNumber from parseJsonLossless: `12345678901234567890`, `1.0`)
- * is canonicalized as the double it denotes, `Number(text)`: 12345678901234567000
- * and 1, exactly as if it had been parsed plainly, so a digest never depends on
- * how the value was read. A number beyond double precision therefore digests
- * as its nearest double (two integers that round alike digest alike); one
- * beyond double range (`1e400`) is refused with JSON_NON_FINITE_NUMBER, like
- * Infinity.
+ * is canonicalized as RFC 8785 writes the double it denotes (`1.0` as `1`),
+ * except an integer written beyond 2^53, which keeps its digits
+ * (exact-number.ts): `12345678901234567890`, where the double would be
+ * 12345678901234567000. So a digest binds the digits a client reads of an id
+ * or a counter: `9007199254740993` and `9007199254740992` digest differently.
+ * A number beyond double range (`1e400`) is refused with
+ * JSON_NON_FINITE_NUMBER, like Infinity.
  */
 
 class NeedsExplicitOrder {}
@@ -140,11 +142,10 @@ function reorder(value: unknown, depth: number): unknown {
 class Problem {}
 const PROBLEM = new Problem();
 
-/** The double a raw number denotes, which its canonical form writes; refused beyond double range. */
-function finiteRawNumber(value: RawNumber): number {
-  const number = rawNumberValue(value);
-  if (!Number.isFinite(number)) throw PROBLEM;
-  return number;
+/** A raw number in its canonical form (the decimal value it writes); refused beyond double range. */
+function finiteRawNumber(value: RawNumber): RawNumber {
+  if (!Number.isFinite(rawNumberValue(value))) throw PROBLEM;
+  return canonicalRawNumber(value);
 }
 
 /** The explicit serializer: used for objects with digit-leading keys. */
@@ -159,7 +160,7 @@ function serializeExplicit(value: unknown, depth: number): string {
       return JSON.stringify(value);
     case 'object': {
       if (value === null) return 'null';
-      if (isRawNumber(value)) return JSON.stringify(finiteRawNumber(value));
+      if (isRawNumber(value)) return finiteRawNumber(value).rawJSON;
       if (depth >= MAX_NESTING_DEPTH) throw PROBLEM;
       if (Array.isArray(value)) {
         let out = '[';

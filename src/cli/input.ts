@@ -90,6 +90,25 @@ export async function readJsonInput(path: string | undefined, io: CliIo): Promis
   }
 }
 
+/**
+ * Reads a JSON document with its numbers as written (parseJsonLossless's twin):
+ * for what is checked against digests and signatures, which bind the digits an
+ * integer beyond 2^53 was written with.
+ */
+export async function readJsonInputExact(path: string | undefined, io: CliIo): Promise<JsonValue> {
+  const bytes = await readInputBytes(path, io);
+  try {
+    return parseJsonLossless(decodeUtf8(bytes)).lossless as JsonValue;
+  } catch (error) {
+    if (error instanceof EnvelopeError) {
+      throw new EnvelopeError(error.code, `${displayName(path)}: ${error.message}`, error.details, {
+        cause: error,
+      });
+    }
+    throw error;
+  }
+}
+
 /** A tool result as read: see readResultInput. */
 export interface ResultInput {
   /** The JSON value (plain numbers), or the text when it is not JSON or read as text. */

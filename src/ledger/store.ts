@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { canonicalize, parseJson } from '../canonical/index.ts';
+import { canonicalize, parseJsonLossless } from '../canonical/index.ts';
 import { isJsonObject } from '../canonical/json-value.ts';
 import { claimsEnvelopeV01 } from '../envelope/prov-v01.ts';
 import { EnvelopeError } from '../errors/index.ts';
@@ -427,8 +427,10 @@ export class Ledger {
     let record: ProvRecord;
     let envelope: Record<string, unknown> | null;
     try {
-      record = parseJson(row.record) as unknown as ProvRecord;
-      envelope = row.envelope === null ? null : (parseJson(row.envelope) as Record<string, unknown>);
+      // Numbers as stored: the record's digests bind an integer beyond 2^53 by its digits.
+      record = parseJsonLossless(row.record).lossless as unknown as ProvRecord;
+      envelope =
+        row.envelope === null ? null : (parseJsonLossless(row.envelope).lossless as Record<string, unknown>);
     } catch (error) {
       throw new EnvelopeError(
         'LEDGER_CORRUPT',

@@ -99,6 +99,8 @@ export interface CallRecordSubject {
   /** Whether the record will be attached to the envelope (claims attach_record). */
   attached: boolean;
   controls: CallControls;
+  /** Digest the result even in minimal mode (the record is to be signed). */
+  bindResult?: boolean;
   parents?: readonly string[];
   /** Clock for non-deterministic records. */
   now?: () => Date;
@@ -106,7 +108,8 @@ export interface CallRecordSubject {
 
 /**
  * The prov.record.v0.1 for one tool call. Minimal mode registers the artifacts
- * (with sha256 digests when `capture_artifacts` is set); full mode always digests
+ * (with sha256 digests when `capture_artifacts` is set, and the result's always
+ * when `bindResult` says the record will be signed); full mode always digests
  * them, records their sizes and adds the record digest. Time is recorded only
  * when the caller did not ask for determinism.
  */
@@ -114,6 +117,9 @@ export function buildCallRecord(subject: CallRecordSubject): ProvRecord {
   const { controls } = subject;
   const full = controls.provenanceMode === 'full';
   const digest = full || controls.captureArtifacts ? ('sha256' as const) : undefined;
+  // A record that will be signed binds the result in every mode: a signature over a record
+  // that names the output without its digest would vouch for any output.
+  const resultDigest = digest ?? (subject.bindResult ? ('sha256' as const) : undefined);
   const builder = new RecordBuilder({
     runId: subject.runId,
     tool: subject.tool,
@@ -139,7 +145,7 @@ export function buildCallRecord(subject: CallRecordSubject): ProvRecord {
     mediaType: 'application/json',
     content: { json: subject.result },
     labels: { role: 'result' },
-    ...(digest ? { digest } : {}),
+    ...(resultDigest ? { digest: resultDigest } : {}),
     size: full,
   });
   for (const parent of subject.parents ?? []) builder.parent(parent);

@@ -60,18 +60,26 @@ describe('wrap keeps payload numbers as written', () => {
     expect(failed.stdout).toContain('ADAPTER.EXECUTION.FAILED');
   });
 
-  it('digests the payload as RFC 8785 does: a big integer as its double', async () => {
+  it('digests a big integer by its digits: the rounded one is another payload, and an edit fails verify', async () => {
     const args = ['wrap', '--capture-provenance', '--provenance-mode', 'full', '--deterministic-ids', 's'];
     const exact = await runCli(args, { input: PAYLOAD });
     const rounded = await runCli(args, { input: '{"id":12345678901234567000,"x":1}' });
     expect(exact.code).toBe(0);
     expect(exact.stdout).toContain(`"result":${KEPT}`);
-    const provenance = (text: string) => JSON.parse(text).provenance;
-    expect(provenance(exact.stdout)).toEqual(provenance(rounded.stdout));
+    const digestOf = (text: string) => JSON.parse(text).provenance.outputs[0].digest.value;
+    expect(digestOf(exact.stdout)).not.toBe(digestOf(rounded.stdout));
     const envelope = await dir.file('wrapped.json', exact.stdout);
     const verified = await runCli(['verify', envelope]);
     expect(verified.stdout).toContain('VERIFIED');
     expect(verified.stdout).not.toContain('NOT VERIFIED');
+    // One digit changed to the value's nearest double: the same double, other digits, a failed check.
+    const edited = await dir.file(
+      'edited.json',
+      exact.stdout.replace('12345678901234567890', '12345678901234567000'),
+    );
+    const refused = await runCli(['verify', edited]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toContain('sha256 does not match the content');
   });
 
   it('keeps generated integers of up to 30 digits verbatim', async () => {

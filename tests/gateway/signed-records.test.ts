@@ -221,6 +221,41 @@ describe('the pipeline with a signingKey', () => {
     expect(summaries.map((summary) => summary.provenance?.record)).toEqual([record]);
   });
 
+  it('covers what the client reads, in every provenance mode: an edited result or digit fails verify --public-key', async () => {
+    const keys = await runCli(['keygen', '--out', join(dir, 'keys', 'digits')]);
+    expect(keys.code).toBe(0);
+    const key = join(dir, 'keys', 'digits.public.pem');
+    const pipeline = createPipeline({
+      signingKey: loadPrivateKey(readFileSync(join(dir, 'keys', 'digits.private.pem'))),
+    });
+    const payload = '{"city":"Lisbon","population":545796,"id":9007199254740993}';
+    for (const mode of ['minimal', 'full']) {
+      const result = await pipeline.callTool({
+        tool: { name: 'lookup' },
+        arguments: {},
+        meta: { ...OPT_IN, provenance_mode: mode },
+        invoke: async () => ({ content: [{ type: 'text', text: payload }] }),
+      });
+      // The envelope's text as the client receives it, digits and all.
+      const sent = (result.content[0] as { text: string }).text;
+      expect(sent).toContain('9007199254740993');
+      const verifies = async (text: string) => {
+        const file = join(dir, `signed-${mode}-${Math.random().toString(36).slice(2)}.json`);
+        writeFileSync(file, text);
+        return runCli(['verify', file, '--public-key', key, '--strict']);
+      };
+      const intact = await verifies(sent);
+      expect(intact.code, `${mode}: ${intact.stdout}`).toBe(0);
+      // One digit: the same double, other digits.
+      const digit = await verifies(sent.replace('9007199254740993', '9007199254740992'));
+      expect(digit.code, `${mode}: ${digit.stdout}`).toBe(1);
+      const edited = await verifies(
+        sent.replace('"Lisbon","population":545796', '"Atlantis","population":1'),
+      );
+      expect(edited.code, `${mode}: ${edited.stdout}`).toBe(1);
+    }
+  });
+
   it('refuses a key that cannot make an Ed25519 signature, before any call', () => {
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
     expect(() => createPipeline({ signingKey: privateKey })).toThrow(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { digestValue } from '../../src/canonical/index.ts';
+import { digestValue, parseJsonLossless } from '../../src/canonical/index.ts';
 import { EnvelopeError } from '../../src/errors/index.ts';
 import { createIdSource } from '../../src/ids/index.ts';
 import {
@@ -770,7 +770,7 @@ describe("createPipeline and the accessibility suite's request form", () => {
 describe('createPipeline keeps payload numbers as the tool wrote them', () => {
   const big = '{"id":12345678901234567890,"ratio":1.0,"n":5.4e3}';
 
-  it('in a wrapped legacy payload, and in its record digest as RFC 8785 reads it', async () => {
+  it('in a wrapped legacy payload, and in its record digest (an integer beyond 2^53 by its digits)', async () => {
     const records: ProvRecord[] = [];
     const pipeline = createPipeline({ onCall: (summary) => recordOf(summary, records) });
     const result = await pipeline.callTool(
@@ -780,7 +780,8 @@ describe('createPipeline keeps payload numbers as the tool wrote them', () => {
     expect(sent).toContain('"result":{"id":12345678901234567890,"ratio":1.0,"n":5.4e3}');
     expect(JSON.stringify(result.structuredContent)).toContain('12345678901234567890');
     const output = (records[0] as unknown as { outputs: { digest: { value: string } }[] }).outputs[0];
-    expect(output?.digest.value).toBe(digestValue(JSON.parse(big)).value);
+    expect(output?.digest.value).toBe(digestValue(parseJsonLossless(big).lossless).value);
+    expect(output?.digest.value).not.toBe(digestValue(JSON.parse(big)).value);
   });
 
   it('in an envelope converted from another dialect, and one sent structured with its text', async () => {

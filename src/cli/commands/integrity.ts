@@ -15,7 +15,7 @@ import type { ProvRecord } from '../../provenance/record.ts';
 import { describeCoverage, verdictLine, verify } from '../../provenance/verify.ts';
 import { defaultRegistry, SCHEMA_IDS, schemaError } from '../../schemas/index.ts';
 import { type Registrar, runs } from '../command.ts';
-import { readInputBytes, readJsonInput } from '../input.ts';
+import { readInputBytes, readJsonInputExact } from '../input.ts';
 import { EXIT } from '../output.ts';
 import { recordAndEnvelope } from './methods.ts';
 
@@ -70,7 +70,7 @@ export const registerSign: Registrar = (program, invocation) => {
     .option('--key-id <id>', 'key id to record (default: ed25519: plus the public key fingerprint)')
     .action(
       runs(invocation, async ({ io }, file: string, options: { privateKey: string; keyId?: string }) => {
-        const { record, envelope } = recordAndEnvelope(await readJsonInput(file, io));
+        const { record, envelope } = recordAndEnvelope(await readJsonInputExact(file, io));
         const schema = defaultRegistry().validate(SCHEMA_IDS.record, record);
         if (!schema.valid) throw schemaError(SCHEMA_IDS.record, schema.issues);
         const key = loadPrivateKey(await readKey(options.privateKey, io));
@@ -138,7 +138,7 @@ export const registerVerify: Registrar = (program, invocation) => {
           file: string,
           options: { artifacts?: string; publicKey?: string; records?: string[]; strict?: boolean },
         ) => {
-          const subject = await readJsonInput(file, io);
+          const subject = await readJsonInputExact(file, io);
           const publicKey = options.publicKey
             ? loadPublicKey(await readKey(options.publicKey, io))
             : undefined;

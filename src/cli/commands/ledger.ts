@@ -6,7 +6,7 @@ import { Ledger, type LedgerEntry, verifyLedger } from '../../ledger/index.ts';
 import { ledgerVerdictLine } from '../../ledger/verify.ts';
 import { loadPublicKey } from '../../provenance/index.ts';
 import { type Invocation, type Registrar, runs } from '../command.ts';
-import { readInputBytes, readJsonInput } from '../input.ts';
+import { readInputBytes, readJsonInputExact } from '../input.ts';
 import { type CliIo, EXIT } from '../output.ts';
 
 interface DbOption {
@@ -231,7 +231,7 @@ function registerAdd(ledger: Command, invocation: Invocation): void {
       runs(
         invocation,
         async ({ io }, file: string, options: DbOption & { tool?: string; upstream?: string }) => {
-          const value = await readJsonInput(file, io);
+          const value = await readJsonInputExact(file, io);
           const { entry, inserted } = await withLedger(io, options.db, 'write', (store) =>
             store.insert(value, {
               ...(options.tool === undefined ? {} : { tool: options.tool }),

@@ -6,7 +6,7 @@ import { checkContracts } from '../../provenance/contracts.ts';
 import type { ProvRecord } from '../../provenance/record.ts';
 import { defaultRegistry, SCHEMA_IDS } from '../../schemas/index.ts';
 import { type Registrar, runs } from '../command.ts';
-import { readJsonInput } from '../input.ts';
+import { readJsonInputExact } from '../input.ts';
 import { EXIT } from '../output.ts';
 
 export const registerListMethods: Registrar = (program, invocation) => {
@@ -65,7 +65,7 @@ export const registerValidateMethods: Registrar = (program, invocation) => {
     .option('--strict', 'methods outside the catalog are errors, not warnings')
     .action(
       runs(invocation, async ({ io }, file: string, options: { strict?: boolean }) => {
-        const { record, envelope } = recordAndEnvelope(await readJsonInput(file, io));
+        const { record, envelope } = recordAndEnvelope(await readJsonInputExact(file, io));
         const methods = Array.isArray(record.methods)
           ? record.methods.filter((m): m is string => typeof m === 'string')
           : [];

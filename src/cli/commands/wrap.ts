@@ -443,7 +443,8 @@ export const registerWrap: Registrar = (program, invocation) => {
               },
               action: 'wrapped',
               inputs: [inputArtifact],
-              result: envelope.result,
+              // The payload with its numbers as written: the digest binds an integer beyond 2^53 by its digits.
+              result: withPayloadAsWritten(envelope, parsed).result,
               capturedErrors: (envelope.errors?.length ?? 0) > 0,
               capturedWarnings: (envelope.warnings?.length ?? 0) > 0,
               attached: true,

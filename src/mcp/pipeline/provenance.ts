@@ -77,6 +77,8 @@ function record(ctx: CallContext, decision: Decision, controls: CallControls): P
     capturedWarnings: (decision.envelope?.warnings?.length ?? 0) > 0,
     attached: recordPlacement(decision, settings.dialect) === 'envelope',
     controls,
+    // A signed record binds the result in every provenance mode.
+    bindResult: settings.signing !== undefined,
   });
   // Files the return mode stored are outputs too: a download can be verified against the record.
   const built = withOutputArtifacts(plain, ctx.outputArtifacts);

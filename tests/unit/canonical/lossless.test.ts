@@ -178,13 +178,14 @@ describe('raw numbers in the data model', () => {
   });
 });
 
-describe('canonicalize of raw numbers (RFC 8785 reads them as doubles)', () => {
+describe('canonicalize of raw numbers (RFC 8785, but an integer beyond 2^53 keeps its digits)', () => {
   const documents = [
-    '{"id":12345678901234567890,"x":1.0,"y":[1e3,-0,0.10,1E-7]}',
-    '{"10":1.0,"9":[12345678901234567890],"a":{"1":-0.0}}',
+    '{"x":1.0,"y":[1e3,-0,0.10,1E-7]}',
+    '{"10":1.0,"9":[2],"a":{"1":-0.0}}',
     '[1.0,{"z":1e21,"a":0.0000001}]',
-    '12345678901234567890',
     '1.0',
+    // The RFC's own example: a decimal with more digits than a double holds is written as its double.
+    '[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001]',
   ];
 
   it.each(documents)('canonicalizes %s exactly as the plain value', (source) => {
@@ -194,10 +195,20 @@ describe('canonicalize of raw numbers (RFC 8785 reads them as doubles)', () => {
     expect(digestValue(lossless, 'sha256')).toEqual(digestValue(value, 'sha256'));
   });
 
-  it('writes a big integer as its nearest double', () => {
+  it('writes an integer beyond 2^53 with its digits, and two spellings of one value alike', () => {
     expect(canonicalize(parseJsonLossless('{"b":12345678901234567890,"a":1.0}').lossless)).toBe(
-      '{"a":1,"b":12345678901234567000}',
+      '{"a":1,"b":12345678901234567890}',
     );
+    // Two integers that round to one double digest apart: a signature covers the digits a client reads.
+    const [odd, even] = ['9007199254740993', '9007199254740992'].map(
+      (text) => digestValue(parseJsonLossless(`{"id":${text}}`).lossless).value,
+    );
+    expect(odd).not.toBe(even);
+    // Two spellings of one double (and one value) digest alike.
+    const spellings = ['1', '1.0', '1e0', '10e-1'].map(
+      (text) => digestValue(parseJsonLossless(`{"n":${text}}`).lossless).value,
+    );
+    expect(new Set(spellings).size).toBe(1);
   });
 
   it('refuses a raw number beyond double range, as it refuses Infinity', () => {
