@@ -7,5 +7,6 @@ const exitCode = await main(process.argv.slice(2), {
   stdin: process.stdin,
   env: process.env,
   cwd: process.cwd(),
+  ownProcess: true,
 });
 process.exitCode = exitCode;

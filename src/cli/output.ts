@@ -22,6 +22,12 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
   /** Relative paths resolve against this folder. */
   cwd: string;
+  /**
+   * Whether this is the process's own environment (the real CLI, not a caller
+   * running `main` in process): only then may a command replace the process
+   * to take secrets out of its environment.
+   */
+  ownProcess?: boolean;
 }
 
 export interface GlobalOptions {

@@ -5,6 +5,7 @@ import type { GatewayConfig } from '../../gateway/operations/config.ts';
 import type { RunningGateway } from '../../gateway/start.ts';
 import { type Registrar, runs } from '../command.ts';
 import { EXIT } from '../output.ts';
+import { noting, replaceWithout, takeHandedOver } from '../secret-handover.ts';
 import { exitSoon, stopRequested } from '../stop-signals.ts';
 import { parseListen } from './listen.ts';
 
@@ -79,7 +80,14 @@ export const registerGateway: Registrar = (program, invocation) => {
         // Loaded here, not at the top: the MCP SDK is only needed by the commands that serve.
         const { httpListen, loadGatewayConfig } = await import('../../gateway/operations/config.ts');
         const { startGateway } = await import('../../gateway/start.ts');
-        const config = loadGatewayConfig(resolve(io.cwd, flags.config), { env: io.env });
+        // Secrets read from the environment leave it: the process replaces itself without them.
+        const handed = takeHandedOver(io.env);
+        const noted = noting({ ...io.env, ...handed });
+        const config = loadGatewayConfig(resolve(io.cwd, flags.config), { env: noted.env });
+        const secrets = [...noted.read].filter(
+          (name) => !name.startsWith('MCP_ENVELOPE_') && io.env[name] !== undefined,
+        );
+        if (secrets.length > 0 && io.ownProcess) replaceWithout(secrets, io.env);
         if (flags.http === false) config.listen.http = undefined;
         else if (typeof flags.http === 'string') {
           const { host, port } = parseListen(flags.http);
