@@ -3,14 +3,17 @@
  * from the working directory):
  *
  * - TEMPLATE_SERVER_TEMPLATES_DIR: the templates folder (default: templates/ beside this file).
- * - TEMPLATE_SERVER_ARTIFACTS_DIR: the artifact store's folder (default: MCP_ENVELOPE_ARTIFACTS_DIR,
- *   which a gateway sets for an upstream that shares its store, else data/artifacts/ beside this file).
- * - TEMPLATE_SERVER_ARTIFACTS_DB: the SQLite file of the store's metadata (default: MCP_ENVELOPE_ARTIFACTS_DB,
- *   else artifacts.sqlite in that folder).
- * - TEMPLATE_SERVER_DOWNLOAD_URL: the base of download links (default: MCP_ENVELOPE_DOWNLOAD_URL, the
- *   sharing gateway's route; else over HTTP this server's own /api/download, and over stdio none: a
- *   `url` request is then answered as `mcp_resource`, as the gateway answers it without one).
- * - TEMPLATE_SERVER_TTL_MS: how long a filled document and its link live (default 3600000, one hour).
+ * - TEMPLATE_SERVER_ARTIFACTS_DIR: the folder of the server's own artifact store (default:
+ *   data/artifacts/ beside this file). Not opened behind a gateway that shares its store: then
+ *   documents go through the gateway's put API (MCP_ENVELOPE_ARTIFACTS_URL and _TOKEN, which the
+ *   gateway sets), and its links are the gateway's.
+ * - TEMPLATE_SERVER_ARTIFACTS_DB: the SQLite file of its own store's metadata (default:
+ *   artifacts.sqlite in that folder).
+ * - TEMPLATE_SERVER_DOWNLOAD_URL: the base of download links (default: the gateway's link when it
+ *   shares its store and serves HTTP; else over HTTP this server's own /api/download, and over stdio
+ *   none: a `url` request is then answered as `mcp_resource`, as the gateway answers it without one).
+ * - TEMPLATE_SERVER_TTL_MS: how long a filled document and its link live in its own store (default
+ *   3600000, one hour; behind a sharing gateway, the gateway's artifacts.ttlMs).
  * - TEMPLATE_SERVER_FILL_LIMIT: fill_template calls per minute per caller (default: no limit).
  * - TEMPLATE_SERVER_TOKEN: over HTTP, the bearer token every call must carry (default: none needed).
  */
@@ -50,8 +53,7 @@ function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfig {
-  const downloadUrl =
-    optional(env, 'TEMPLATE_SERVER_DOWNLOAD_URL') ?? optional(env, 'MCP_ENVELOPE_DOWNLOAD_URL');
+  const downloadUrl = optional(env, 'TEMPLATE_SERVER_DOWNLOAD_URL');
   if (downloadUrl !== undefined) {
     let parsed: URL;
     try {
@@ -63,13 +65,11 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
       throw new ConfigError('The download URL must be an http or https URL');
     }
   }
-  const db = optional(env, 'TEMPLATE_SERVER_ARTIFACTS_DB') ?? optional(env, 'MCP_ENVELOPE_ARTIFACTS_DB');
+  const db = optional(env, 'TEMPLATE_SERVER_ARTIFACTS_DB');
   return {
     templatesDir: resolve(optional(env, 'TEMPLATE_SERVER_TEMPLATES_DIR') ?? resolve(HERE, 'templates')),
     artifactsDir: resolve(
-      optional(env, 'TEMPLATE_SERVER_ARTIFACTS_DIR') ??
-        optional(env, 'MCP_ENVELOPE_ARTIFACTS_DIR') ??
-        resolve(HERE, 'data', 'artifacts'),
+      optional(env, 'TEMPLATE_SERVER_ARTIFACTS_DIR') ?? resolve(HERE, 'data', 'artifacts'),
     ),
     artifactsDb: db === undefined ? undefined : resolve(db),
     downloadUrl,

@@ -1,25 +1,34 @@
 /**
- * Filled documents in the artifact store: saved with a signed, expiring
- * download grant, and read back by its download id. The store's folder and
- * database may be the gateway's (TEMPLATE_SERVER_ARTIFACTS_DIR / _DB), so the
- * gateway's own /api/download serves the links this server hands out: the
- * signing keys live in that folder's keys.json, shared by both.
+ * Filled documents in an artifact store: saved behind a signed, expiring
+ * download link, and read back by its download id. Behind a gateway that
+ * shares its store (`"artifacts": "shared"`), the store is the gateway's,
+ * reached through its put API with the capability it gave this process
+ * (`artifactStoreFromEnvironment()`): the gateway keeps the bytes, signs the
+ * links and serves them at its own /api/download, and this process never
+ * sees the gateway's folder, database or keys. On its own, the server keeps
+ * a store in a folder of its own (`FolderArtifactPublisher`).
  */
-import { buffer } from 'node:stream/consumers';
-import { FolderArtifactStore } from '../../src/artifacts/folder-store.ts';
-import { type DownloadResolution, resolveDownload } from '../../src/artifacts/resolve-download.ts';
+import type { DownloadHandler } from '../../src/artifacts/download-handler.ts';
+import {
+  type ArtifactPublisher,
+  artifactStoreFromEnvironment,
+  createDownloadHandler,
+  FolderArtifactPublisher,
+} from '../../src/artifacts/index.ts';
 import type { DownloadIdFailure } from '../../src/artifacts/types.ts';
 import { describeErrorCode, EnvelopeError } from '../../src/errors/index.ts';
 import { type HostedCode, ToolFailure } from './failure.ts';
 import { DOCX_MEDIA_TYPE } from './render.ts';
 
-/** Label of the artifacts this server stores. */
+/** Label of the artifacts this server stores in a store of its own. */
 export const OWNER = 'template-server';
 /** Largest document kept: far above what the value limits let a template grow to. */
 const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
 
 export interface SavedDocument {
   downloadId: string;
+  /** The store's link, when it serves downloads itself (a gateway serving HTTP). */
+  downloadUrl: string | undefined;
   /** ISO 8601. */
   expiresAt: string;
   /** SHA-256 of the bytes, hex. */
@@ -40,6 +49,7 @@ const LINK_FAILURES: Record<DownloadIdFailure, { code: HostedCode; message: stri
   DOWNLOAD_ID_MISSING: { code: 'DOWNLOAD_LINK_INVALID', message: 'Missing download_id.' },
   DOWNLOAD_ID_MALFORMED: { code: 'DOWNLOAD_LINK_INVALID', message: 'Malformed download_id.' },
   DOWNLOAD_SIGNATURE_INVALID: { code: 'DOWNLOAD_LINK_INVALID', message: 'Invalid download_id signature.' },
+  DOWNLOAD_LIFETIME_EXCEEDED: { code: 'DOWNLOAD_LINK_INVALID', message: 'Invalid download_id expiry.' },
   DOWNLOAD_EXPIRED: { code: 'DOWNLOAD_LINK_EXPIRED', message: 'Download link expired.' },
   DOWNLOAD_NOT_FOUND: { code: 'DOWNLOAD_LINK_NOT_FOUND', message: 'Download link not found.' },
 };
@@ -50,13 +60,14 @@ function linkFailure(failure: DownloadIdFailure): ToolFailure {
 }
 
 /**
- * A store failure (folder gone, disk full) as the tool's error: ARTIFACT_STORE_UNAVAILABLE
- * (retriable) as the store says it, anything else the store refuses as INTERNAL_ERROR.
+ * A store failure (folder gone, disk full, gateway unreachable) as the tool's error:
+ * ARTIFACT_STORE_UNAVAILABLE (retriable) as the store says it, anything else the store
+ * refuses as INTERNAL_ERROR.
  */
 function storeFailure(error: unknown): unknown {
   if (!(error instanceof EnvelopeError)) return error;
   const code: HostedCode = error.code === 'ARTIFACT_STORE_UNAVAILABLE' ? error.code : 'INTERNAL_ERROR';
-  // The store's message names local paths: it goes to the server's log, the caller gets the code.
+  // The store's message may name local paths: it goes to the server's log, the caller gets the code.
   process.stderr.write(`document store: ${error.code}: ${error.message}\n`);
   return new ToolFailure(
     code,
@@ -67,38 +78,50 @@ function storeFailure(error: unknown): unknown {
 }
 
 export interface FilledDocumentsOptions {
+  /** The folder of the server's own store, used only when no gateway shares its store. */
   dir: string;
   databasePath?: string;
   ttlMs: number;
+  /** Where a sharing gateway's capability is read from; default process.env. */
+  env?: NodeJS.ProcessEnv;
   now?: () => number;
 }
 
 export class FilledDocuments {
-  readonly store: FolderArtifactStore;
-  readonly ttlMs: number;
-  readonly #now: () => number;
+  readonly publisher: ArtifactPublisher;
+  /** The server's own store, when it keeps one (undefined behind a sharing gateway). */
+  readonly local: FolderArtifactPublisher | undefined;
 
   constructor(options: FilledDocumentsOptions) {
-    this.ttlMs = options.ttlMs;
-    this.#now = options.now ?? Date.now;
-    this.store = FolderArtifactStore.open({
-      dir: options.dir,
-      ...(options.databasePath === undefined ? {} : { databasePath: options.databasePath }),
-      maxTtlMs: options.ttlMs,
-      now: this.#now,
-    });
+    const shared = artifactStoreFromEnvironment(options.env ?? process.env);
+    this.local = shared
+      ? undefined
+      : FolderArtifactPublisher.open({
+          dir: options.dir,
+          ...(options.databasePath === undefined ? {} : { databasePath: options.databasePath }),
+          ttlMs: options.ttlMs,
+          maxBytes: MAX_DOCUMENT_BYTES,
+          owner: OWNER,
+          ...(options.now === undefined ? {} : { now: options.now }),
+        });
+    this.publisher = shared ?? (this.local as FolderArtifactPublisher);
+  }
+
+  /** Serves this server's own store's links (its /api/download); undefined when the store is a gateway's. */
+  downloadHandler(onError: (error: unknown) => void): DownloadHandler | undefined {
+    if (!this.local) return undefined;
+    return createDownloadHandler({ store: this.local.store, keyring: this.local.store.keyring, onError });
   }
 
   async save(bytes: Buffer, filename: string): Promise<SavedDocument> {
     try {
-      const options = { mediaType: DOCX_MEDIA_TYPE, owner: OWNER, ttlMs: this.ttlMs };
-      const info = await this.store.put(bytes, { ...options, maxBytes: MAX_DOCUMENT_BYTES });
-      const { grant, downloadId } = await this.store.createGrant({
-        ...options,
-        digest: info.digest,
-        filename,
-      });
-      return { downloadId, expiresAt: new Date(grant.expiresAt).toISOString(), digest: info.digest };
+      const descriptor = await this.publisher.publish(bytes, { mediaType: DOCX_MEDIA_TYPE, filename });
+      return {
+        downloadId: descriptor.downloadId,
+        downloadUrl: descriptor.downloadUrl,
+        expiresAt: descriptor.expiresAt,
+        digest: descriptor.sha256,
+      };
     } catch (error) {
       throw storeFailure(error);
     }
@@ -106,35 +129,23 @@ export class FilledDocuments {
 
   /** The document a download id names; DOWNLOAD_LINK_INVALID, _EXPIRED or _NOT_FOUND when it names none. */
   async load(downloadId: string): Promise<LoadedDocument> {
-    let resolved: DownloadResolution;
+    let read: Awaited<ReturnType<ArtifactPublisher['read']>>;
     try {
-      resolved = await resolveDownload(
-        downloadId,
-        { store: this.store, keyring: this.store.keyring },
-        this.#now(),
-      );
+      read = await this.publisher.read(downloadId);
     } catch (error) {
       throw storeFailure(error);
     }
-    if (!resolved.ok) throw linkFailure(resolved.code);
-    try {
-      const stream = await this.store.open(resolved.grant.digest);
-      if (!stream) throw linkFailure('DOWNLOAD_NOT_FOUND');
-      const bytes = await buffer(stream);
-      if (bytes.length !== resolved.artifact.size) throw linkFailure('DOWNLOAD_NOT_FOUND');
-      return {
-        bytes,
-        filename: resolved.grant.filename,
-        mediaType: resolved.grant.mediaType,
-        digest: resolved.grant.digest,
-        expiresAt: new Date(resolved.grant.expiresAt).toISOString(),
-      };
-    } catch (error) {
-      throw storeFailure(error);
-    }
+    if (!read.ok) throw linkFailure(read.code);
+    return {
+      bytes: read.bytes,
+      filename: read.descriptor.filename,
+      mediaType: read.descriptor.mediaType,
+      digest: read.descriptor.sha256,
+      expiresAt: read.descriptor.expiresAt,
+    };
   }
 
   close(): Promise<void> {
-    return this.store.close();
+    return this.publisher.close();
   }
 }

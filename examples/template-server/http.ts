@@ -10,7 +10,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { hostHeaderValidation, toNodeHandler } from '@modelcontextprotocol/node';
 import { type AuthInfo, createMcpHandler } from '@modelcontextprotocol/server';
-import { createDownloadHandler } from '../../src/artifacts/index.ts';
 import type { Catalog } from './catalog.ts';
 import type { FilledDocuments } from './documents.ts';
 import { infoPage } from './info-page.ts';
@@ -83,7 +82,8 @@ export async function startHttp(options: HttpOptions): Promise<RunningHttp> {
       createTemplateServer({
         catalog,
         documents,
-        downloadUrl,
+        // Empty while its own route is not known, and behind a gateway's store (the gateway links).
+        ...(downloadUrl === '' ? {} : { downloadUrl }),
         ...(options.limiter === undefined ? {} : { limiter: options.limiter }),
         principal: ctx.authInfo?.clientId ?? 'anonymous',
         authenticated: ctx.authInfo?.extra?.authenticated === true,
@@ -94,12 +94,10 @@ export async function startHttp(options: HttpOptions): Promise<RunningHttp> {
     },
   );
   const serveMcp = toNodeHandler(handler, { maxRequestBodySize: MAX_BODY_BYTES });
-  const serveDownload = createDownloadHandler({
-    store: documents.store,
-    keyring: documents.store.keyring,
-    onError: (error) =>
-      process.stderr.write(`download: ${error instanceof Error ? error.message : String(error)}\n`),
-  });
+  // Its own store's links; a gateway's store is served by the gateway.
+  const serveDownload = documents.downloadHandler((error) =>
+    process.stderr.write(`download: ${error instanceof Error ? error.message : String(error)}\n`),
+  );
   const hostGuard = LOOPBACK.has(options.host)
     ? hostHeaderValidation(['127.0.0.1', 'localhost', '[::1]'])
     : undefined;
@@ -107,7 +105,7 @@ export async function startHttp(options: HttpOptions): Promise<RunningHttp> {
   const server = createServer((req, res) => {
     if (hostGuard && !hostGuard(req, res)) return;
     const path = new URL(req.url ?? '/', 'http://placeholder').pathname;
-    if (path === DOWNLOAD_PATH) {
+    if (path === DOWNLOAD_PATH && serveDownload) {
       void serveDownload(req, res);
       return;
     }
@@ -148,7 +146,7 @@ export async function startHttp(options: HttpOptions): Promise<RunningHttp> {
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
-  if (downloadUrl === '') downloadUrl = `${url}${DOWNLOAD_PATH}`;
+  if (downloadUrl === '' && serveDownload) downloadUrl = `${url}${DOWNLOAD_PATH}`;
   return {
     server,
     url,

@@ -22,7 +22,10 @@ export interface Services {
   limiter?: RateLimiter;
 }
 
-/** What outlives a connection: the templates (checked to compile), the document store, the fill limiter. */
+/**
+ * What outlives a connection: the templates (checked to compile), the document store (the
+ * gateway's, through its put API, when one shares its store with this process), the fill limiter.
+ */
 export function openServices(config: ServerConfig): Services {
   const catalog = loadCatalog(config.templatesDir);
   for (const template of catalog.templates) assertRenderable(template);
@@ -57,8 +60,8 @@ async function main(argv: string[]): Promise<void> {
   if (at === -1) {
     if (config.token !== undefined)
       process.stderr.write('TEMPLATE_SERVER_TOKEN applies over HTTP only; ignored on stdio\n');
-    // Over stdio there is no download route unless one is given: a gateway serving HTTP
-    // names its own; one serving stdio only has none, and neither has this process.
+    // Over stdio there is no download route unless one is given: a gateway sharing its store
+    // names its own in each document's link when it serves HTTP; otherwise there is none.
     const server = createTemplateServer({
       ...services,
       ...(config.downloadUrl === undefined ? {} : { downloadUrl: config.downloadUrl }),

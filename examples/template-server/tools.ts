@@ -28,7 +28,7 @@ import {
   templateIdArgument,
 } from './arguments.ts';
 import { type Catalog, InvalidCursorError, type Template } from './catalog.ts';
-import type { FilledDocuments } from './documents.ts';
+import type { FilledDocuments, SavedDocument } from './documents.ts';
 import { failureResult, successResult, ToolFailure } from './failure.ts';
 import { DOCX_MEDIA_TYPE, renderDocx } from './render.ts';
 import { checkValues } from './values.ts';
@@ -46,8 +46,10 @@ export interface TemplateServerOptions {
   catalog: Catalog;
   documents: FilledDocuments;
   /**
-   * Where download links point (`<base>?id=<download_id>`). Without it there
-   * are no links: `url` is answered as `mcp_resource`, with a note saying why.
+   * Where download links point (`<base>?id=<download_id>`), when the store
+   * gives none (a gateway sharing its store gives its own when it serves
+   * HTTP). Without either there are no links: `url` is answered as
+   * `mcp_resource`, with a note saying why.
    */
   downloadUrl?: string;
   /** Counts fill_template calls; undefined: no limit. */
@@ -130,9 +132,10 @@ export function createTemplateServer(options: TemplateServerOptions): McpServer 
     return info;
   }
 
-  function linkOf(downloadId: string): { download_url?: string } {
+  function linkOf(saved: SavedDocument): { download_url?: string } {
     const base = options.downloadUrl;
-    return base === undefined ? {} : { download_url: `${base}?id=${encodeURIComponent(downloadId)}` };
+    if (base !== undefined) return { download_url: `${base}?id=${encodeURIComponent(saved.downloadId)}` };
+    return saved.downloadUrl === undefined ? {} : { download_url: saved.downloadUrl };
   }
 
   tool(
@@ -194,7 +197,7 @@ export function createTemplateServer(options: TemplateServerOptions): McpServer 
       }
       const saved = await documents.save(bytes, filename);
       const link = {
-        ...linkOf(saved.downloadId),
+        ...linkOf(saved),
         download_id: saved.downloadId,
         expires_at: saved.expiresAt,
       };

@@ -6,22 +6,25 @@
  * `X-Download-Error-Code`, so a client can tell a forged link from an expired
  * one from a vanished file before reading a body.
  *
- * Bytes are streamed in constant memory. A file that turns out shorter than
- * announced is never passed off as whole: the connection is destroyed, so the
- * client sees a body shorter than its Content-Length.
+ * Bytes are streamed in constant memory, hashed as they go (with the rest of
+ * the file, for a range), and the last of them are sent only once the whole
+ * file matched the digest it is served under (its ETag). A file that turns out
+ * shorter than announced, or whose bytes do not match, is never passed off as
+ * whole: the connection is destroyed, so the client sees a body shorter than
+ * its Content-Length.
  */
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { describeErrorCode, EnvelopeError, type ErrorCode } from '../errors/index.ts';
 import type { DownloadIdKeys } from './download-ids.ts';
 import { contentDisposition, isMediaType } from './headers.ts';
 import { resolveDownload } from './resolve-download.ts';
-import { sendFileRange } from './send-file.ts';
+import { type SendOutcome, type StoredFile, sendFileRange } from './send-file.ts';
 import type { ArtifactStore, ByteRange, FileBackedStore, GrantStore, OpenedArtifactFile } from './types.ts';
 
 export interface DownloadHandlerOptions {
-  /** With `openFile` (a store of local files), bytes are sent through reused buffers; else `open`'s stream is piped. */
+  /** With `openFile` (a store of local files), bytes are sent through reused buffers; else `open`'s stream of the whole file is read. */
   store: Pick<ArtifactStore, 'open'> & Pick<GrantStore, 'resolveGrant'> & Partial<FileBackedStore>;
   keyring: DownloadIdKeys;
   /** Epoch milliseconds. */
@@ -105,22 +108,75 @@ async function sendFile(
   start: number,
   length: number,
   res: ServerResponse,
-): Promise<number> {
+  stored: StoredFile,
+): Promise<SendOutcome> {
   try {
-    return await sendFileRange(file.handle, start, length, res);
+    return await sendFileRange(file.handle, start, length, res, stored);
   } finally {
     await file.handle.close().catch(() => {});
   }
 }
 
-/** Pipes a store's stream, counting what passed (a listener beside the pipe, not a stage). */
-async function pipeStream(stream: Readable, res: ServerResponse): Promise<number> {
+/**
+ * Sends bytes `start` to `start + length - 1` of a store's stream of the whole
+ * file, hashing all of it, with the part's last chunk held back until the
+ * digest matched (as sendFileRange does).
+ */
+async function pipeStream(
+  stream: Readable,
+  start: number,
+  length: number,
+  res: ServerResponse,
+  stored: StoredFile,
+): Promise<SendOutcome> {
+  const hash = createHash('sha256');
+  const end = start + length;
+  let position = 0;
   let sent = 0;
-  stream.on('data', (chunk: Buffer) => {
-    sent += chunk.length;
+  let held: Buffer | undefined;
+  // A client that goes away ends the send at once, whatever is pending.
+  let onClose: () => void = () => {};
+  const closed = new Promise<never>((_resolve, reject) => {
+    onClose = () => reject(new Error('the response closed before the file was sent'));
+    res.once('close', onClose);
   });
-  await pipeline(stream, res, { end: false });
-  return sent;
+  closed.catch(() => {});
+  const write = (chunk: Buffer) =>
+    Promise.race([
+      new Promise<void>((resolve, reject) => {
+        if (res.destroyed) reject(new Error('the response closed before the file was sent'));
+        else res.write(chunk, (error) => (error ? reject(error) : resolve()));
+      }),
+      closed,
+    ]);
+  try {
+    for await (const data of stream) {
+      const chunk = data as Buffer;
+      hash.update(chunk);
+      const from = Math.max(position, start);
+      const to = Math.min(position + chunk.length, end);
+      const at = position;
+      position += chunk.length;
+      if (position > stored.size) return { sent, verdict: 'mismatch' };
+      if (from >= to) continue;
+      // The previous part goes once a later one exists: the last one waits for the digest.
+      if (held) {
+        await write(held);
+        sent += held.length;
+      }
+      held = chunk.subarray(from - at, to - at);
+    }
+    if (position < stored.size) return { sent, verdict: 'short' };
+    if (hash.digest('hex') !== stored.digest) return { sent, verdict: 'mismatch' };
+    if (held) {
+      await write(held);
+      sent += held.length;
+    }
+    return { sent, verdict: sent === length ? 'whole' : 'short' };
+  } finally {
+    stream.destroy();
+    res.off('close', onClose);
+  }
 }
 
 export function createDownloadHandler(options: DownloadHandlerOptions): DownloadHandler {
@@ -177,8 +233,8 @@ export function createDownloadHandler(options: DownloadHandlerOptions): Download
       const range = answer.kind === 'part' ? answer.range : undefined;
       const length = range ? range.end - range.start + 1 : size;
       const file = options.store.openFile ? await options.store.openFile(artifact.digest) : undefined;
-      const stream =
-        file || options.store.openFile ? undefined : await options.store.open(artifact.digest, range);
+      // The whole file, even for a range: its digest names all of it.
+      const stream = file || options.store.openFile ? undefined : await options.store.open(artifact.digest);
       if (!file && !stream) {
         const gone = new EnvelopeError(
           'DOWNLOAD_RENDER_FAILED',
@@ -203,23 +259,30 @@ export function createDownloadHandler(options: DownloadHandlerOptions): Download
         res.end();
         return;
       }
-      let sent: number;
+      const stored = { size, digest: artifact.digest };
+      let outcome: SendOutcome;
       try {
-        sent = file
-          ? await sendFile(file, range?.start ?? 0, length, res)
-          : await pipeStream(stream as Readable, res);
+        outcome = file
+          ? await sendFile(file, range?.start ?? 0, length, res, stored)
+          : await pipeStream(stream as Readable, range?.start ?? 0, length, res, stored);
       } catch (error) {
         // The client went away, or the file could not be read: either way the body is not whole.
         if (!res.destroyed) report(error);
         res.destroy();
         return;
       }
-      if (sent !== length) {
+      if (outcome.verdict !== 'whole') {
         report(
-          new EnvelopeError(
-            'DOWNLOAD_RENDER_FAILED',
-            `Artifact ${artifact.digest} ended after ${sent} of ${length} bytes`,
-          ),
+          outcome.verdict === 'mismatch'
+            ? new EnvelopeError(
+                'ARTIFACT_INTEGRITY_FAILED',
+                `Artifact ${artifact.digest} on disk does not match its digest; its download was cut`,
+                { digest: artifact.digest },
+              )
+            : new EnvelopeError(
+                'DOWNLOAD_RENDER_FAILED',
+                `Artifact ${artifact.digest} ended after ${outcome.sent} of ${length} bytes`,
+              ),
         );
         res.destroy();
         return;
@@ -228,7 +291,9 @@ export function createDownloadHandler(options: DownloadHandlerOptions): Download
     } catch (error) {
       if (
         error instanceof EnvelopeError &&
-        (error.code === 'ARTIFACT_STORE_UNAVAILABLE' || error.code === 'DOWNLOAD_RENDER_FAILED')
+        (error.code === 'ARTIFACT_STORE_UNAVAILABLE' ||
+          error.code === 'DOWNLOAD_RENDER_FAILED' ||
+          error.code === 'ARTIFACT_INTEGRITY_FAILED')
       ) {
         report(error);
         sendFailure(res, error.code);

@@ -30,7 +30,12 @@ export interface SigningKey {
 export interface DownloadIdKeys {
   signingKey(): SigningKey;
   verifyingKey(kid: string): KeyObject | undefined;
+  /** The longest lifetime of a link, in milliseconds: an id expiring later than this from now is refused. */
+  readonly maxTtlMs: number;
 }
+
+/** Ids carry their expiry in whole seconds, rounded up: a link may outlive its lifetime by less than this. */
+const EXPIRY_ROUNDING_MS = 1000;
 
 export type DownloadIdCheck =
   | { ok: true; grantId: string /** Epoch milliseconds. */; expiresAt: number; kid: string }
@@ -63,7 +68,10 @@ export function signDownloadId(grantId: string, expiresAtMs: number, keys: Downl
 /**
  * Checks an id's shape, key, signature and expiry, in that order: the expiry
  * is believed only once the signature holds, so a forged expiry is a bad
- * signature, not "expired". `now` is epoch milliseconds.
+ * signature, not "expired". An expiry further from `now` than the keys'
+ * longest link lifetime is refused too (DOWNLOAD_LIFETIME_EXCEEDED): whoever
+ * else holds a key cannot mint a link that outlives the configured lifetime.
+ * `now` is epoch milliseconds.
  */
 export function verifyDownloadId(
   text: unknown,
@@ -86,6 +94,9 @@ export function verifyDownloadId(
     return { ok: false, code: 'DOWNLOAD_SIGNATURE_INVALID' };
   }
   const expiresAt = Number(expiry) * 1000;
+  if (expiresAt - now > keys.maxTtlMs + EXPIRY_ROUNDING_MS) {
+    return { ok: false, code: 'DOWNLOAD_LIFETIME_EXCEEDED' };
+  }
   if (now >= expiresAt) return { ok: false, code: 'DOWNLOAD_EXPIRED' };
   return { ok: true, grantId, expiresAt, kid };
 }

@@ -12,21 +12,20 @@
  * crash of the machine loses unflushed bytes, and it changes the boot id, so a
  * row written unflushed in another boot is hashed again before its bytes are
  * read, and dropped if they no longer match: an artifact is lost, never served
- * damaged. Where no boot id can be read, a put flushes before it returns. The store's tables sit beside the ledger's
- * without touching its schema version (the ledger's migrations own
- * PRAGMA user_version). The database file is created on first write only, so
+ * damaged. Where no boot id can be read, a put flushes before it returns.
+ *
+ * A blob is opened without following a link, and only a regular file is read
+ * (a link, a folder or a pipe planted at its name is refused); what `open`
+ * streams is hashed as it goes and fails before its last bytes unless the
+ * whole file matches its digest. So the store serves only the bytes it hashed
+ * when they were put, whoever else can write to its folder.
+ *
+ * The store's tables sit beside the ledger's without touching its schema
+ * version (the ledger's migrations own PRAGMA user_version). The database file is created on first write only, so
  * a store nothing was put in leaves nothing behind.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  createReadStream,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-} from 'node:fs';
+import { constants, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { type FileHandle, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -70,6 +69,13 @@ export const READ_CHUNK_BYTES = 1 << 20;
 /** Temporary files older than this are leftovers of a crashed put; sweep removes them. */
 const STALE_TEMPORARY_MS = 3_600_000;
 const MAX_OWNER_LENGTH = 512;
+/**
+ * How a blob is opened: never through a symbolic link (O_NOFOLLOW), and
+ * without waiting for a writer should a pipe have been planted at its name
+ * (O_NONBLOCK, which regular files ignore). Both are 0 where the system has
+ * no such flag.
+ */
+const BLOB_OPEN_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS artifacts (
@@ -227,6 +233,69 @@ async function* chunksOf(source: ArtifactSource): AsyncGenerator<Uint8Array> {
   }
 }
 
+/** What was found at a blob's name that is not a file the store wrote: never read. */
+function notAFile(digest: string, what: string): EnvelopeError {
+  return new EnvelopeError(
+    'ARTIFACT_INTEGRITY_FAILED',
+    `Artifact ${digest} is ${what} on disk, not the file the store wrote; it is not served`,
+    { digest },
+  );
+}
+
+/**
+ * The whole file's bytes, or a range of them, hashed from its first byte to
+ * its last; the last bytes handed out wait until the whole file matched its
+ * digest (ARTIFACT_INTEGRITY_FAILED otherwise, DOWNLOAD_RENDER_FAILED when it
+ * ended early). Chunks are fresh buffers, since the reader keeps them.
+ */
+async function* verifiedChunks(
+  handle: FileHandle,
+  size: number,
+  digest: string,
+  range: ByteRange | undefined,
+): AsyncGenerator<Buffer> {
+  const hash = createHash('sha256');
+  const start = range?.start ?? 0;
+  const end = range ? range.end + 1 : size;
+  let position = 0;
+  let held: Buffer | undefined;
+  try {
+    while (position < size) {
+      const buffer = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, size - position));
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+      if (bytesRead === 0) break;
+      const chunk = buffer.subarray(0, bytesRead);
+      hash.update(chunk);
+      const from = Math.max(position, start);
+      const to = Math.min(position + bytesRead, end);
+      const at = position;
+      position += bytesRead;
+      if (from >= to) continue;
+      if (held) yield held;
+      held = chunk.subarray(from - at, to - at);
+    }
+    if (position < size) {
+      throw new EnvelopeError(
+        'DOWNLOAD_RENDER_FAILED',
+        `Artifact ${digest} ended after ${position} of ${size} bytes`,
+        { digest, size: position, recorded: size },
+      );
+    }
+    if (hash.digest('hex') !== digest) {
+      throw new EnvelopeError(
+        'ARTIFACT_INTEGRITY_FAILED',
+        `Artifact ${digest} on disk does not match its digest`,
+        {
+          digest,
+        },
+      );
+    }
+    if (held) yield held;
+  } finally {
+    await handle.close().catch(() => {});
+  }
+}
+
 export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBackedStore {
   readonly dir: string;
   readonly databasePath: string;
@@ -331,8 +400,11 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
    * The bytes of a recorded artifact, or of a range of them; undefined when no
    * row names it or its file is gone. A file shorter than the recorded size
    * (damaged on disk) fails with DOWNLOAD_RENDER_FAILED rather than being read
-   * as if whole. The file is open once this resolves, so deleting it afterwards
-   * (sweep) does not cut the stream short.
+   * as if whole, and anything but a regular file at its name with
+   * ARTIFACT_INTEGRITY_FAILED. The stream reads the whole file, a range
+   * included, and errors (ARTIFACT_INTEGRITY_FAILED) before its last bytes
+   * unless they all match the digest. The file is open once this resolves, so
+   * deleting it afterwards (sweep) does not cut the stream short.
    */
   async open(digest: string, range?: ByteRange): Promise<Readable | undefined> {
     const file = await this.openFile(digest);
@@ -344,21 +416,15 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
         `Range ${range.start}-${range.end} is outside 0-${file.size - 1}`,
       );
     }
-    if (file.size === 0) {
-      // Nothing to read (a read stream has no empty range).
-      await file.handle.close();
-      return Readable.from([]);
-    }
-    return file.handle.createReadStream({
-      highWaterMark: READ_CHUNK_BYTES,
-      ...(range ? { start: range.start, end: range.end } : {}),
-    });
+    return Readable.from(verifiedChunks(file.handle, file.size, digest, range), { objectMode: false });
   }
 
   /**
-   * The open file of a recorded artifact (the caller closes it), checked to
-   * hold the recorded size; undefined when no row names it or its file is
-   * gone. Open, it survives a sweep that deletes the file (POSIX unlink).
+   * The open file of a recorded artifact (the caller closes it), checked to be
+   * a regular file (opened without following a link) holding the recorded
+   * size; undefined when no row names it or its file is gone. Its bytes are
+   * not checked here: whoever reads them hashes them (send-file.ts). Open, it
+   * survives a sweep that deletes the file (POSIX unlink).
    */
   async openFile(digest: string): Promise<OpenedArtifactFile | undefined> {
     checkDigest(digest);
@@ -368,13 +434,8 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
     if (!row) return undefined;
     if (row.unsynced_boot !== null && row.unsynced_boot !== BOOT_ID && !(await this.survived(digest)))
       return undefined;
-    let handle: FileHandle;
-    try {
-      handle = await open(this.blobPath(digest), 'r');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw storeError(error, this.dir);
-    }
+    const handle = await this.openBlob(digest);
+    if (!handle) return undefined;
     const size = (await handle.stat()).size;
     if (size !== row.size) {
       await handle.close();
@@ -385,6 +446,33 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
       );
     }
     return { handle, size };
+  }
+
+  /**
+   * A blob's file, opened without following a link and checked (on the open
+   * descriptor, so nothing can be swapped in between) to be a regular file;
+   * undefined when there is none.
+   */
+  private async openBlob(digest: string): Promise<FileHandle | undefined> {
+    let handle: FileHandle;
+    try {
+      handle = await open(this.blobPath(digest), BLOB_OPEN_FLAGS);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return undefined;
+      // What O_NOFOLLOW answers for a link: ELOOP on Linux and macOS, EMLINK on FreeBSD.
+      if (code === 'ELOOP' || code === 'EMLINK') throw notAFile(digest, 'a symbolic link');
+      throw storeError(error, this.dir);
+    }
+    const info = await handle.stat().catch(async (error: unknown) => {
+      await handle.close().catch(() => {});
+      throw storeError(error, this.dir);
+    });
+    if (!info.isFile()) {
+      await handle.close();
+      throw notAFile(digest, info.isDirectory() ? 'a folder' : 'not a regular file');
+    }
+    return handle;
   }
 
   /** Deletes expired artifacts, their grants and their files, and expired grants; returns how many artifacts went. */
@@ -408,13 +496,8 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
           db.exec('ROLLBACK');
           throw error;
         }
-        for (const digest of expired) {
-          try {
-            unlinkSync(this.blobPath(digest));
-          } catch (error) {
-            if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-          }
-        }
+        // Whatever is at the name goes, a folder planted there included (a link goes, not its target).
+        for (const digest of expired) rmSync(this.blobPath(digest), { recursive: true, force: true });
         removed = expired.length;
       } catch (error) {
         throw storeError(error, this.dir);
@@ -528,7 +611,8 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
     for (const { digest } of rows ?? []) {
       let handle: FileHandle | undefined;
       try {
-        handle = await open(this.blobPath(digest), 'r');
+        handle = await open(this.blobPath(digest), BLOB_OPEN_FLAGS);
+        if (!(await handle.stat()).isFile()) continue;
         await handle.datasync();
       } catch {
         continue;
@@ -551,13 +635,24 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
   private async survived(digest: string): Promise<boolean> {
     const path = this.blobPath(digest);
     const hash = createHash('sha256');
+    let handle: FileHandle | undefined;
     try {
-      for await (const chunk of createReadStream(path, { highWaterMark: READ_CHUNK_BYTES }))
-        hash.update(chunk);
+      handle = await this.openBlob(digest);
+      if (handle) {
+        for await (const chunk of handle.createReadStream({
+          highWaterMark: READ_CHUNK_BYTES,
+          autoClose: false,
+        }))
+          hash.update(chunk as Buffer);
+      }
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw storeError(error, this.dir);
+      // A link or other non-file at its name is no copy of the bytes: the artifact is dropped.
+      if (!(error instanceof EnvelopeError && error.code === 'ARTIFACT_INTEGRITY_FAILED'))
+        throw storeError(error, this.dir);
+    } finally {
+      await handle?.close().catch(() => {});
     }
-    const whole = hash.digest('hex') === digest;
+    const whole = handle !== undefined && hash.digest('hex') === digest;
     this.run((db) => {
       if (whole) db.prepare('UPDATE artifacts SET unsynced_boot = NULL WHERE digest = ?').run(digest);
       else {
@@ -582,34 +677,15 @@ export class FolderArtifactStore implements ArtifactStore, GrantStore, FileBacke
     const target = this.blobPath(digest);
     db.exec('BEGIN IMMEDIATE');
     try {
-      const before = db.prepare('SELECT unsynced_boot FROM artifacts WHERE digest = ?').get(digest) as
-        | { unsynced_boot: string | null }
-        | undefined;
-      // The same bytes are there already unless the row is missing, the file is, or it was
-      // written unflushed in an earlier boot (then it may be damaged: the new copy replaces it).
-      let kept = before !== undefined && (before.unsynced_boot === null || before.unsynced_boot === BOOT_ID);
-      try {
-        kept &&= statSync(target).size === size;
-      } catch {
-        kept = false;
-      }
+      // The bytes just hashed always replace what is at the name: a copy already there may have
+      // been damaged, or swapped for a link, since it was written, and renaming costs no more.
       db.prepare(
         `INSERT INTO artifacts (digest, size, media_type, owner, created_at, expires_at, unsynced_boot)
          VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (digest) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at),
-           unsynced_boot = CASE WHEN ? THEN unsynced_boot ELSE excluded.unsynced_boot END`,
-      ).run(
-        digest,
-        size,
-        options.mediaType,
-        options.owner,
-        now,
-        now + options.ttlMs,
-        BOOT_ID ?? null,
-        kept ? 1 : 0,
-      );
-      if (kept) unlinkSync(temporary);
-      else renameSync(temporary, target);
+           unsynced_boot = excluded.unsynced_boot`,
+      ).run(digest, size, options.mediaType, options.owner, now, now + options.ttlMs, BOOT_ID ?? null);
+      renameSync(temporary, target);
       const row = db
         .prepare('SELECT * FROM artifacts WHERE digest = ?')
         .get(digest) as unknown as ArtifactRow;

@@ -3,7 +3,9 @@
  * signed, expiring download links. The folder store keeps bytes on disk and
  * metadata in SQLite (node:sqlite, so it is kept off the package root);
  * download ids verify with the keyring alone; the handler serves them on
- * node:http.
+ * node:http. A tool server puts files through an `ArtifactPublisher`: its own
+ * folder (`FolderArtifactPublisher`), or the store a gateway shares with it
+ * (`artifactStoreFromEnvironment()`, a `RemoteArtifactStore`).
  */
 export {
   createDownloadHandler,
@@ -30,6 +32,22 @@ export {
   MIN_SECRET_BYTES,
   type Rotation,
 } from './keyring.ts';
+export {
+  type ArtifactDescriptor,
+  type ArtifactLookup,
+  type ArtifactPublisher,
+  type ArtifactRead,
+  FolderArtifactPublisher,
+  type FolderPublisherOptions,
+  type PublishOptions,
+} from './publisher.ts';
+export {
+  ARTIFACTS_TOKEN_ENV,
+  ARTIFACTS_URL_ENV,
+  artifactStoreFromEnvironment,
+  RemoteArtifactStore,
+  type RemoteArtifactStoreOptions,
+} from './remote-store.ts';
 export { type DownloadResolution, resolveDownload } from './resolve-download.ts';
 export {
   type ArtifactService,

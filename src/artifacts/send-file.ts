@@ -5,7 +5,14 @@
  * download thus holds two chunks of memory whatever its size, and allocates
  * nothing per chunk (a fresh buffer per chunk costs page faults and
  * collector work, most of the CPU a download spends).
+ *
+ * Every byte sent is hashed on its way, and so is the rest of the file, since
+ * a digest names the whole file: the last bytes of the part asked for are
+ * held back until the whole file has been hashed, and go out only if it
+ * matches the digest it is served under. A file changed on disk, whether
+ * before the download or during it, so never reaches a client whole.
  */
+import { createHash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 
@@ -27,21 +34,42 @@ function giveBack(buffers: Buffer[]): void {
   }
 }
 
+/** The whole file a part is sent from, as it was stored. */
+export interface StoredFile {
+  /** Its size in bytes, as recorded. */
+  size: number;
+  /** SHA-256 of all its bytes, lower-case hex, as recorded. */
+  digest: string;
+}
+
 /**
- * Writes bytes `start` to `start + length - 1` of `handle` to `out` and
- * returns how many were read: fewer than `length` when the file ended early
- * (the caller must not pass that off as whole). Rejects when `out` closes or
- * a read fails; `out` is never ended here.
+ * How a send ended: `sent` bytes went out; `whole` when they are all that
+ * was asked and the file matched its digest, `short` when the file ended
+ * early, `mismatch` when its bytes do not hash to the digest (the held-back
+ * last bytes were not sent). Anything but `whole` must not pass for complete.
+ */
+export interface SendOutcome {
+  sent: number;
+  verdict: 'whole' | 'short' | 'mismatch';
+}
+
+/**
+ * Writes bytes `start` to `start + length - 1` of `handle` to `out`, after
+ * reading and hashing the file from its first byte to its last, and sends the
+ * part's final bytes only once the file matched `file.digest`. Rejects when
+ * `out` closes or a read fails; `out` is never ended here.
  */
 export async function sendFileRange(
   handle: FileHandle,
   start: number,
   length: number,
   out: Writable,
+  file: StoredFile,
   chunkBytes: number = SEND_CHUNK_BYTES,
-): Promise<number> {
-  if (length <= 0) return 0;
-  const size = Math.min(chunkBytes, length);
+): Promise<SendOutcome> {
+  const hash = createHash('sha256');
+  const end = start + Math.max(0, length);
+  const size = Math.max(1, Math.min(chunkBytes, file.size));
   const buffers = [takeBuffer(size), takeBuffer(size)];
   // A client that goes away ends the send at once, whatever is pending.
   let onClose: () => void = () => {};
@@ -57,28 +85,49 @@ export async function sendFileRange(
       }),
       closed,
     ]);
-  let read = 0;
+  let position = 0;
+  let sent = 0;
   let which = 0;
   let writing: Promise<void> | undefined;
+  /** The part's last bytes, waiting for the file's digest; the buffer holding them is read into no more. */
+  let held: Buffer | undefined;
   try {
     if (out.destroyed) throw new Error('the response closed before the file was sent');
-    while (read < length) {
+    while (position < file.size) {
       const buffer = buffers[which] as Buffer;
-      which ^= 1;
+      if (!held) which ^= 1;
       const { bytesRead } = await Promise.race([
-        handle.read(buffer, 0, Math.min(buffer.length, length - read), start + read),
+        handle.read(buffer, 0, Math.min(buffer.length, file.size - position), position),
         closed,
       ]);
       if (bytesRead === 0) break;
-      read += bytesRead;
+      const chunk = buffer.subarray(0, bytesRead);
+      hash.update(chunk);
+      const from = Math.max(position, start);
+      const to = Math.min(position + bytesRead, end);
+      const at = position;
+      position += bytesRead;
       // The other buffer's write is done before this one is handed over; this one was read into
       // only after its own previous write had completed (awaited one step earlier).
       if (writing) await writing;
-      writing = write(buffer.subarray(0, bytesRead));
+      writing = undefined;
+      if (from >= to) continue;
+      const part = chunk.subarray(from - at, to - at);
+      if (to === end) held = part;
+      else {
+        writing = write(part);
+        sent += part.length;
+      }
     }
     if (writing) await writing;
+    let verdict: SendOutcome['verdict'] = 'short';
+    if (position === file.size) verdict = hash.digest('hex') === file.digest ? 'whole' : 'mismatch';
+    if (verdict === 'whole' && held) {
+      await write(held);
+      sent += held.length;
+    }
     giveBack(buffers);
-    return read;
+    return { sent, verdict: verdict === 'whole' && sent !== Math.max(0, length) ? 'short' : verdict };
   } finally {
     out.off('close', onClose);
   }

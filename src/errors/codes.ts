@@ -713,6 +713,22 @@ const TABLE = {
     source: 'engine',
     message: 'Artifact store is unavailable',
   },
+  ARTIFACT_INTEGRITY_FAILED: {
+    httpStatus: 500,
+    jsonRpcCode: J.internal,
+    retriable: false,
+    kind: 'internal',
+    source: 'engine',
+    message: 'Stored artifact does not match its digest',
+  },
+  DOWNLOAD_LIFETIME_EXCEEDED: {
+    httpStatus: 403,
+    jsonRpcCode: J.forbidden,
+    retriable: false,
+    kind: 'auth',
+    source: 'engine',
+    message: 'Download id outlives the longest link lifetime',
+  },
 } as const satisfies Record<string, ErrorCodeRow>;
 
 /** Every canonical error code: the keys of the table. */

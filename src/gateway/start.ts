@@ -3,6 +3,7 @@ import { EnvelopeError } from '../errors/index.ts';
 import { createIdSource } from '../ids/index.ts';
 import { Ledger } from '../ledger/index.ts';
 import { PACKAGE_VERSION } from '../version.ts';
+import { type PutApi, startPutApi } from './artifacts/put-api.ts';
 import { artifactResources, artifactSink } from './artifacts/sink.ts';
 import { Enforcement } from './enforcement/enforcement.ts';
 import { type HttpGateway, startHttpGateway } from './http/server.ts';
@@ -72,7 +73,7 @@ export interface StartOptions {
   name?: string;
 }
 
-function upstreamSpec(upstream: UpstreamConfig, shared?: SharedArtifacts): UpstreamSpec {
+function upstreamSpec(upstream: UpstreamConfig, putApi?: PutApi): UpstreamSpec {
   const transport = upstream.transport;
   if (transport.kind !== 'stdio')
     return { name: upstream.name, kind: 'http', url: transport.url, headers: transport.headers };
@@ -84,27 +85,9 @@ function upstreamSpec(upstream: UpstreamConfig, shared?: SharedArtifacts): Upstr
     env: transport.env,
     cwd: transport.cwd,
   };
-  if (upstream.artifacts !== 'shared' || !shared) return spec;
-  // Asked at each start: the download URL is known once the HTTP listener has its port.
-  return { ...spec, env: () => ({ ...transport.env, ...shared.environment() }) };
-}
-
-/** The gateway's artifact store as a `shared` upstream is told of it, in its environment. */
-interface SharedArtifacts {
-  environment(): Record<string, string>;
-}
-
-function sharedArtifacts(service: ArtifactService): SharedArtifacts {
-  return {
-    environment: () => {
-      const route = service.downloadRoute();
-      return {
-        MCP_ENVELOPE_ARTIFACTS_DIR: service.store.dir,
-        MCP_ENVELOPE_ARTIFACTS_DB: service.store.databasePath,
-        ...(route === undefined ? {} : { MCP_ENVELOPE_DOWNLOAD_URL: route }),
-      };
-    },
-  };
+  if (upstream.artifacts !== 'shared' || !putApi) return spec;
+  // Asked at each start: each start gets a capability of its own (put-api.ts), never a path or a key.
+  return { ...spec, env: (starting) => ({ ...transport.env, ...putApi.environmentFor(starting) }) };
 }
 
 function upstreamOptions(upstream: UpstreamConfig): UpstreamOptions {
@@ -247,10 +230,9 @@ export async function startGateway(
       );
     },
   });
-  const shared = artifacts ? sharedArtifacts(artifacts) : undefined;
   const gatewayOptions = (transport: 'stdio' | 'http', route: string | null): GatewayOptions => ({
     upstreams: config.upstreams.map((upstream) => ({
-      ...upstreamSpec(upstream, shared),
+      ...upstreamSpec(upstream, putApi),
       sharing: upstream.sharing,
       options: upstreamOptions(upstream),
     })),
@@ -265,14 +247,19 @@ export async function startGateway(
 
   let http: HttpGateway | undefined;
   let stdio: StdioGateway | undefined;
+  let putApi: PutApi | undefined;
   const closeAll = async () => {
     await Promise.allSettled([http?.close(), stdio?.close()]);
+    await putApi?.close();
     enforcement.flush();
     await callLog?.close();
     await artifacts?.close();
     ledger?.close();
   };
   try {
+    // Before any upstream starts: a shared one is given the API's address and a capability at its start.
+    if (artifacts && config.upstreams.some((upstream) => upstream.artifacts === 'shared'))
+      putApi = await startPutApi(artifacts, { onError: report });
     const listen = config.listen.http;
     if (listen) {
       http = await startHttpGateway({

@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,23 +11,23 @@ import { firstText } from './spawn.ts';
 /**
  * The template server behind a real gateway (bin/mcp-envelope, needs
  * `npm run build`), configured as examples/gateway.config.json configures it:
- * sharing the gateway's artifact store (`"artifacts": "shared"`: the folder,
- * the database and the download route reach it in its environment), so the
- * documents it fills are linked to and served by the gateway's own
- * /api/download, on whatever port the gateway took.
+ * sharing the gateway's artifact store (`"artifacts": "shared"`: a capability
+ * to the gateway's put API reaches it in its environment, never a folder, a
+ * database or a key), so the documents it fills are kept by the gateway,
+ * linked to and served by its own /api/download, on whatever port it took.
  */
 
 type Json = ReturnType<typeof JSON.parse>;
 
 /** examples/gateway.config.json with its templates upstream alone, as the example configures it. */
-function templatesOnly(): string {
+function templatesOnly(): { dir: string; config: string } {
   return gatewayDir((settings) => {
     const upstreams = settings.upstreams as { name: string }[];
     const templates = upstreams.find((upstream) => upstream.name === 'templates');
     if (!templates) throw new Error('examples/gateway.config.json has no templates upstream');
     // As the example configures it: `"artifacts": "shared"`, nothing else.
     settings.upstreams = [templates];
-  }).config;
+  });
 }
 
 afterAll(() => removeGatewayDirs());
@@ -32,10 +35,12 @@ afterAll(() => removeGatewayDirs());
 describe('examples/template-server behind the gateway', () => {
   let gateway: Running;
   let client: Client;
+  let dir: string;
 
   beforeAll(async () => {
-    const config = templatesOnly();
-    gateway = await startGatewayHttp(['--config', config]);
+    const paths = templatesOnly();
+    dir = paths.dir;
+    gateway = await startGatewayHttp(['--config', paths.config]);
     client = new Client({ name: 'template-gateway-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
   });
@@ -73,6 +78,9 @@ describe('examples/template-server behind the gateway', () => {
     expect(download.status, download.headers.get('x-download-error-code') ?? '').toBe(200);
     const bytes = Buffer.from(await download.arrayBuffer());
     expect(bytes.toString('base64')).toBe(viaTool.data.docx_base64);
+    // The gateway keeps it, in its own artifacts.dir (data/artifacts beside its configuration).
+    const digest = createHash('sha256').update(bytes).digest('hex');
+    expect(existsSync(join(dir, 'data', 'artifacts', 'blobs', digest.slice(0, 2), digest))).toBe(true);
     // Missing arguments reach the server, which answers with the Hosted v2 code.
     const missing = await call('get_template', {});
     expect(missing.error).toMatchObject({ code: 'INVALID_ARGUMENT' });
@@ -88,7 +96,7 @@ describe('examples/template-server behind a gateway serving stdio only', () => {
     await client.connect(
       new StdioClientTransport({
         command: NODE,
-        args: [BIN, 'gateway', '--config', templatesOnly(), '--stdio', '--no-http'],
+        args: [BIN, 'gateway', '--config', templatesOnly().config, '--stdio', '--no-http'],
         cwd: ROOT,
         stderr: 'ignore',
       }),

@@ -188,21 +188,15 @@ describe('a downloaded file against the signed record of its call', () => {
   });
 });
 
-describe("a document a template server stored in the gateway's artifact folder", () => {
+describe("a document a template server put in the gateway's store through its put API", () => {
   it('is an output artifact of the record, and verifies once downloaded from the gateway', async () => {
     const folder = join(dir, 'templates-gateway');
     mkdirSync(folder);
     const server = {
       name: 'templates',
-      stdio: {
-        command: NODE,
-        args: [TEMPLATE_SERVER],
-        // The gateway's artifact folder and its metadata (the ledger's file): one store for both.
-        env: {
-          TEMPLATE_SERVER_ARTIFACTS_DIR: join(folder, 'artifacts'),
-          TEMPLATE_SERVER_ARTIFACTS_DB: join(folder, 'ledger.sqlite'),
-        },
-      },
+      // The gateway keeps the document in its own store; the server is given a capability, no folder.
+      stdio: { command: NODE, args: [TEMPLATE_SERVER] },
+      artifacts: 'shared',
       dialect: 'hosted-v2',
     };
     const gateway = await startGateway(folder, [server]);
@@ -229,7 +223,12 @@ describe("a document a template server stored in the gateway's artifact folder",
     );
     expect(download.status).toBe(200);
     const bytes = Buffer.from(await download.arrayBuffer());
-    expect(artifact?.digest?.value).toBe(createHash('sha256').update(bytes).digest('hex'));
+    const digest = createHash('sha256').update(bytes).digest('hex');
+    expect(artifact?.digest?.value).toBe(digest);
+    // Kept in the gateway's own artifacts.dir, by the gateway.
+    expect(readFileSync(join(folder, 'artifacts', 'blobs', digest.slice(0, 2), digest)).equals(bytes)).toBe(
+      true,
+    );
     const downloads = join(folder, 'downloads');
     mkdirSync(downloads);
     writeFileSync(join(downloads, artifact?.artifact_id as string), bytes);

@@ -1096,7 +1096,7 @@ describe('upstreams[].sharing', () => {
 describe('upstreams[].artifacts', () => {
   proves(
     ['upstreams[].artifacts'],
-    "artifacts: shared hands a stdio upstream the gateway's store and its download route; own, nothing",
+    'artifacts: shared gives a stdio upstream a capability to put files the gateway serves; own, nothing',
     async () => {
       const dir = folder('shared-store');
       const gateway = await startHttp(dir, {
@@ -1107,16 +1107,22 @@ describe('upstreams[].artifacts', () => {
       const client = await sdkClient(gateway.url);
       try {
         const storeOf = async (name: string) =>
-          resultOf<{ dir: string | null; db: string | null; downloadUrl: string | null }>(
-            await client.callTool({ name, arguments: {} }),
-          );
-        // Relative to the configuration's folder, and the port the gateway chose (0 in the file).
-        expect(await storeOf('sharing__artifact_store')).toEqual({
-          dir: join(dir, 'data', 'artifacts'),
-          db: join(dir, 'data', 'ledger.sqlite'),
-          downloadUrl: `${new URL(gateway.url).origin}/api/download`,
-        });
-        expect(await storeOf('owning__artifact_store')).toEqual({ dir: null, db: null, downloadUrl: null });
+          resultOf<{
+            names: string[];
+            url: string | null;
+            put: { download_id: string; download_url: string | null } | null;
+          }>(await client.callTool({ name, arguments: {} }));
+        // The put API's loopback URL and a bearer capability: no folder, database or key.
+        const sharing = await storeOf('sharing__artifact_store');
+        expect(sharing.names).toEqual(['MCP_ENVELOPE_ARTIFACTS_TOKEN', 'MCP_ENVELOPE_ARTIFACTS_URL']);
+        expect(sharing.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/artifacts$/);
+        // What it put is the gateway's: linked to and served at the gateway's own route.
+        const id = sharing.put?.download_id as string;
+        const link = `${new URL(gateway.url).origin}/api/download?id=${encodeURIComponent(id)}`;
+        expect(sharing.put?.download_url).toBe(link);
+        const served = await fetch(link);
+        expect([served.status, await served.text()]).toEqual([200, 'put by the probe']);
+        expect(await storeOf('owning__artifact_store')).toEqual({ names: [], url: null, put: null });
       } finally {
         await client.close();
         await gateway.stop();

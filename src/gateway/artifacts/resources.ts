@@ -4,8 +4,11 @@
  * gateway answers resources/read for them itself (they never reach an
  * upstream), with the same checks as `/api/download`: the signed id first
  * (shape, key, signature, expiry), then its grant and the artifact. A refusal
- * is a JSON-RPC error carrying the canonical DOWNLOAD_* code.
+ * is a JSON-RPC error carrying the canonical DOWNLOAD_* code. The bytes read
+ * are hashed before they are answered: bytes that do not match the digest
+ * they are served under are ARTIFACT_INTEGRITY_FAILED, never content.
  */
+import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { DownloadIdKeys } from '../../artifacts/download-ids.ts';
 import { resolveDownload } from '../../artifacts/resolve-download.ts';
@@ -61,10 +64,22 @@ export async function readArtifact(
   const now = source.now ?? Date.now;
   const found = await resolveDownload(uri.slice(ARTIFACT_RESOURCE_PREFIX.length), source, now());
   if (!found.ok) throw new EnvelopeError(found.code, `Cannot read ${uri}: ${found.code}`, { uri });
-  const stream = await source.store.open(found.artifact.digest);
+  const { digest } = found.artifact;
+  const stream = await source.store.open(digest);
   if (!stream)
     throw new EnvelopeError('DOWNLOAD_NOT_FOUND', `Cannot read ${uri}: the artifact is gone`, { uri });
-  return { bytes: await readAll(stream), mediaType: found.grant.mediaType, filename: found.grant.filename };
+  const bytes = await readAll(stream);
+  // Checked here too, whatever store this is: the resource is the bytes its digest names, or nothing.
+  if (createHash('sha256').update(bytes).digest('hex') !== digest) {
+    throw new EnvelopeError(
+      'ARTIFACT_INTEGRITY_FAILED',
+      `Cannot read ${uri}: the stored bytes do not match`,
+      {
+        uri,
+      },
+    );
+  }
+  return { bytes, mediaType: found.grant.mediaType, filename: found.grant.filename };
 }
 
 /** The resources/read result for an artifact resource. */

@@ -325,7 +325,7 @@ function sharedArtifacts(artifacts: ArtifactsConfig, upstreams: readonly Upstrea
       );
     if (upstream.transport.kind !== 'stdio')
       throw configError(
-        `Upstream "${upstream.name}" is reached by URL: the gateway cannot hand it its artifact store (only stdio upstreams share it)`,
+        `Upstream "${upstream.name}" is reached by URL: the gateway cannot hand it a capability to its artifact store (only stdio upstreams share it)`,
         pointer,
       );
   });

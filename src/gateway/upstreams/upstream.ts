@@ -35,11 +35,20 @@ export type UpstreamSpec =
       kind: 'stdio';
       command: string;
       args?: readonly string[];
-      /** A function is asked at each start, for values known only once the gateway runs (its address). */
-      env?: Record<string, string> | (() => Record<string, string>);
+      /**
+       * A function is asked at each start, for values known only then (a capability
+       * minted for this start), with the upstream starting: the same object across its restarts.
+       */
+      env?: Record<string, string> | ((upstream: StartingUpstream) => Record<string, string>);
       cwd?: string;
     }
   | { name: string; kind: 'http'; url: string; headers?: Record<string, string> };
+
+/** What a start's environment may know of the upstream starting: its name, and when it closes for good. */
+export interface StartingUpstream {
+  readonly name: string;
+  onStateChange(listener: (state: UpstreamStateKind) => void): () => void;
+}
 
 /**
  * Whether the HTTP gateway's 2025-era sessions of one principal share one
@@ -461,7 +470,7 @@ export class Upstream {
       return new ChildProcessTransport({
         command: spec.command,
         args: spec.args,
-        env: typeof spec.env === 'function' ? spec.env() : spec.env,
+        env: typeof spec.env === 'function' ? spec.env(this) : spec.env,
         cwd: spec.cwd,
         stderr: this.stderr,
         budget: this.#budget,

@@ -1,5 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, truncateSync, unlinkSync } from 'node:fs';
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -244,6 +254,12 @@ describe('refusals, told apart before any byte is read', () => {
         404,
         'DOWNLOAD_NOT_FOUND',
       ],
+      // Signed with the right key, but to live longer than any link may (the keyring's 2 hours).
+      [
+        `/api/download?id=${signDownloadId(grantId, now + 2 * HOUR + 5000, keyring)}`,
+        403,
+        'DOWNLOAD_LIFETIME_EXCEEDED',
+      ],
     ];
     for (const [path, status, code] of cases) {
       const response = await fetch(`${base}${path}`);
@@ -358,6 +374,111 @@ describe('while downloading', () => {
     };
     await expect(readAll()).rejects.toThrow();
     expect(reported.some((error) => /ended after|premature|truncat/i.test(String(error)))).toBe(true);
+  });
+});
+
+/** Where the store keeps an artifact's bytes. */
+function blobOf(digest: string): string {
+  return join(dir, 'blobs', digest.slice(0, 2), digest);
+}
+
+/** Overwrites `length` bytes of a stored file at `offset`, in place: same file, same size. */
+function rewrite(digest: string, offset: number, length: number): void {
+  const fd = openSync(blobOf(digest), 'r+');
+  try {
+    writeSync(fd, Buffer.alloc(length, 0x58), 0, length, offset);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Everything a download delivers before it ends, and whether it ended cleanly. */
+async function received(response: Response): Promise<{ bytes: number; cut: boolean }> {
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  let bytes = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { bytes, cut: false };
+      bytes += value.length;
+    }
+  } catch {
+    return { bytes, cut: true };
+  }
+}
+
+describe('bytes that do not match the digest they are served under', () => {
+  it('have their connection cut before the last bytes, whole or in part, the ETag notwithstanding', async () => {
+    const size = 5 * 1024 * 1024;
+    const { url, info } = await grant(randomBytes(size));
+    // Same size, other bytes, far from the parts asked for: only the whole file's hash tells.
+    rewrite(info.digest, size - 100, 10);
+    const before = reported.length;
+    for (const range of [undefined, 'bytes=0-99', 'bytes=2097152-3145727', `bytes=-${size}`]) {
+      // A part sent in one piece is held back whole, headers and all: then nothing arrives.
+      const response = await fetch(url, range ? { headers: { range } } : {}).catch(() => undefined);
+      if (!response) continue;
+      expect(response.status, range).toBe(range ? 206 : 200);
+      expect(response.headers.get('etag')).toBe(`"${info.digest}"`);
+      const got = await received(response);
+      expect(got.cut, range).toBe(true);
+      expect(got.bytes).toBeLessThan(Number(response.headers.get('content-length')));
+    }
+    const codes = reported.slice(before).map((error) => (error as { code?: string }).code);
+    expect(codes).toEqual(Array(4).fill('ARTIFACT_INTEGRITY_FAILED'));
+  });
+
+  it('cut a small file before any byte of it goes out', async () => {
+    const { url, info } = await grant(Buffer.from('a small document'));
+    rewrite(info.digest, 0, 1);
+    await expect(fetch(url).then((response) => response.arrayBuffer())).rejects.toThrow();
+  });
+
+  it('are cut when the file changes during the download, the stream-only way too', async () => {
+    const size = 24 * 1024 * 1024;
+    const { url, info, downloadId } = await grant(randomBytes(size));
+    const response = await fetch(url);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    rewrite(info.digest, size - 1024 * 1024, 1);
+    let cut = false;
+    try {
+      for (;;) if ((await reader.read()).done) break;
+    } catch {
+      cut = true;
+    }
+    expect(cut).toBe(true);
+    // A store offering streams only: read whole and hashed by the handler.
+    const streaming = { open: store.open.bind(store), resolveGrant: store.resolveGrant.bind(store) };
+    const handler = createDownloadHandler({ store: streaming, keyring, now: () => now });
+    const local = createServer((req, res) => void handler(req, res));
+    await new Promise<void>((resolve) => local.listen(0, '127.0.0.1', resolve));
+    try {
+      const at = `http://127.0.0.1:${(local.address() as AddressInfo).port}/d?id=${downloadId}`;
+      for (const range of [undefined, 'bytes=0-9']) {
+        const got = await fetch(at, range ? { headers: { range } } : {}).then(received, () => ({
+          cut: true,
+        }));
+        expect(got.cut, range).toBe(true);
+      }
+    } finally {
+      local.closeAllConnections();
+      await new Promise((resolve) => local.close(resolve));
+    }
+  });
+
+  it('a link planted at its name is refused before any byte (ARTIFACT_INTEGRITY_FAILED)', async () => {
+    const secret = join(dir, 'secret.pem');
+    writeFileSync(secret, 'not for download!');
+    const linked = await grant(Buffer.from('same length bytes'));
+    unlinkSync(blobOf(linked.info.digest));
+    symlinkSync(secret, blobOf(linked.info.digest));
+    const answer = await fetch(linked.url);
+    expect([answer.status, answer.headers.get('x-download-error-code')]).toEqual([
+      500,
+      'ARTIFACT_INTEGRITY_FAILED',
+    ]);
+    expect(await answer.text()).not.toContain('not for download');
   });
 });
 

@@ -93,6 +93,24 @@ describe('download ids', () => {
     }
   });
 
+  it('refuses an id signed to outlive the longest link lifetime, whoever holds the key', () => {
+    const lasting = Keyring.fromKeys([{ id: 'main', secret: 'a'.repeat(32) }], { maxTtlMs: 2 * HOUR });
+    // Up to the lifetime, and the second an id's expiry is rounded up by: accepted.
+    for (const expiresAt of [NOW + 2 * HOUR, NOW + 2 * HOUR + 999]) {
+      expect(verifyDownloadId(signDownloadId(GRANT, expiresAt, lasting), lasting, NOW).ok).toBe(true);
+    }
+    for (const expiresAt of [NOW + 2 * HOUR + 2000, NOW + 30 * 24 * HOUR, 999_999_999_999_000]) {
+      expect(verifyDownloadId(signDownloadId(GRANT, expiresAt, lasting), lasting, NOW)).toEqual({
+        ok: false,
+        code: 'DOWNLOAD_LIFETIME_EXCEEDED',
+      });
+    }
+    // The same id, once its expiry is within the lifetime from now, verifies.
+    const far = signDownloadId(GRANT, NOW + 3 * HOUR, lasting);
+    expect(verifyDownloadId(far, lasting, NOW).ok).toBe(false);
+    expect(verifyDownloadId(far, lasting, NOW + HOUR).ok).toBe(true);
+  });
+
   it('refuses a key id the keyring does not know', () => {
     const stranger = Keyring.fromKeys([{ id: 'stranger', secret: randomBytes(32) }]);
     expect(verifyDownloadId(signDownloadId(GRANT, NOW + HOUR, stranger), keys, NOW)).toEqual({

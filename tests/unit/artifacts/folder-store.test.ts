@@ -1,14 +1,18 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import {
+  closeSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   truncateSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -285,6 +289,64 @@ describe('FolderArtifactStore', () => {
     expect(await store.info('a'.repeat(64))).toBeUndefined();
     expect(await store.sweep()).toBe(0);
     expect(existsSync(dir)).toBe(false);
+    await store.close();
+  });
+});
+
+describe('what the store serves: only the files it wrote, only as they were hashed', () => {
+  const blob = (dir: string, digest: string) => join(dir, 'blobs', digest.slice(0, 2), digest);
+
+  it('never follows a link planted at a blob: refused with ARTIFACT_INTEGRITY_FAILED, never read', async () => {
+    const dir = folder();
+    const store = FolderArtifactStore.open({ dir });
+    const secret = join(dir, 'private.pem');
+    writeFileSync(secret, 'the signing key, 36 bytes of secret!');
+    const info = await store.put(Buffer.alloc(36, 'p'), OPTIONS);
+    rmSync(blob(dir, info.digest));
+    symlinkSync(secret, blob(dir, info.digest));
+    // The size recorded and the linked file's agree: only refusing the link keeps it in.
+    expect((await failure(store.openFile(info.digest))).code).toBe('ARTIFACT_INTEGRITY_FAILED');
+    expect((await failure(store.open(info.digest))).code).toBe('ARTIFACT_INTEGRITY_FAILED');
+    // A put of the same bytes puts the file back in place of the link.
+    await store.put(Buffer.alloc(36, 'p'), OPTIONS);
+    expect(await text(await store.open(info.digest))).toBe('p'.repeat(36));
+    await store.close();
+  });
+
+  it('reads only a regular file: a folder or a pipe at its name is refused at once', async (context) => {
+    const dir = folder();
+    const store = FolderArtifactStore.open({ dir });
+    const folderAt = await store.put(Buffer.from('a folder now'), OPTIONS);
+    rmSync(blob(dir, folderAt.digest));
+    mkdirSync(blob(dir, folderAt.digest));
+    expect((await failure(store.openFile(folderAt.digest))).code).toBe('ARTIFACT_INTEGRITY_FAILED');
+    if (process.platform === 'win32') context.skip('no named pipes in the file system');
+    const pipeAt = await store.put(Buffer.from('a pipe now'), OPTIONS);
+    rmSync(blob(dir, pipeAt.digest));
+    execFileSync('mkfifo', [blob(dir, pipeAt.digest)]);
+    // Opened without waiting for a writer, then refused: no download hangs on it.
+    expect((await failure(store.openFile(pipeAt.digest))).code).toBe('ARTIFACT_INTEGRITY_FAILED');
+    await store.close();
+  });
+
+  it('fails a stream before its last bytes when the file no longer matches its digest, a range too', async () => {
+    const dir = folder();
+    const store = FolderArtifactStore.open({ dir });
+    const bytes = randomBytes(3 * 1024 * 1024 + 17);
+    const info = await store.put(bytes, OPTIONS);
+    // Same size, in place, far from the range read below.
+    const fd = openSync(blob(dir, info.digest), 'r+');
+    writeSync(fd, Buffer.from('X'), 0, 1, bytes.length - 1);
+    closeSync(fd);
+    for (const range of [undefined, { start: 0, end: 9 }, { start: 1024 * 1024, end: 2 * 1024 * 1024 }]) {
+      let received = 0;
+      const reading = (async () => {
+        for await (const chunk of (await store.open(info.digest, range)) as Readable)
+          received += (chunk as Buffer).length;
+      })();
+      expect((await failure(reading)).code).toBe('ARTIFACT_INTEGRITY_FAILED');
+      expect(received).toBeLessThan(range ? range.end - range.start + 1 : bytes.length);
+    }
     await store.close();
   });
 });
