@@ -207,6 +207,11 @@ export class Downstream {
     this.#shared?.touch(this);
   }
 
+  /** Whether the client can be asked something outside its own requests now. */
+  get reachable(): boolean {
+    return this.#reachable();
+  }
+
   setReachable(reachable: () => boolean): void {
     this.#reachable = reachable;
   }

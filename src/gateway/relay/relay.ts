@@ -165,6 +165,25 @@ export class Relay {
     });
     this.#registerHandlers(capabilities);
     if (this.#ownsDownstream) this.downstream.setSink(connectionSink(this.server));
+    this.server.oninitialized = () => this.announceRoots();
+  }
+
+  #rootsAnnounced = false;
+
+  /**
+   * An upstream that asked for roots before any client had connected
+   * (server-filesystem does, as soon as it is initialized) was answered without
+   * them; told that the roots changed, it asks again, and the client answers.
+   * Once per client that has roots, as soon as it can be asked: at once over
+   * stdio, when its stream opens over HTTP (its session calls this again then).
+   */
+  announceRoots(): void {
+    if (this.#rootsAnnounced || this.server.getClientCapabilities()?.roots === undefined) return;
+    if (!this.downstream.reachable) return;
+    this.#rootsAnnounced = true;
+    this.downstream.touch();
+    for (const upstream of this.#upstreams)
+      void upstream.notify({ method: 'notifications/roots/list_changed' });
   }
 
   get #multi(): boolean {

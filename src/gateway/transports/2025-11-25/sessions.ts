@@ -274,6 +274,8 @@ export class SessionTable {
         entry.listening = open;
         if (open) delete (entry as SessionEntry).streamClosedAt;
         else (entry as SessionEntry).streamClosedAt = Date.now();
+        // The client can now be asked for its roots, which an upstream may have wanted since it started.
+        if (open) session.relay.announceRoots();
       };
     }
     // A shared upstream's request outside any call goes to a session that can receive it.
