@@ -15,6 +15,7 @@ import {
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openArtifactService } from '../../src/artifacts/service.ts';
+import { RESOURCE_READ_MAX_BYTES } from '../../src/gateway/artifacts/resources.ts';
 import { artifactResources, artifactSink } from '../../src/gateway/artifacts/sink.ts';
 import { applyReturnMode } from '../../src/mcp/pipeline/return-mode.ts';
 import { AUDIO, DOCX, IMAGE, PDF } from '../fixtures/servers/binary-bytes.ts';
@@ -474,5 +475,40 @@ describe('the stage and the resources, in process', () => {
       (error: unknown) => error,
     );
     expect(refusal).toMatchObject({ code: 'DOWNLOAD_EXPIRED' });
+  });
+
+  it('reads an artifact resource for its own token only, and refuses one past the size it answers inline', async () => {
+    const service = openArtifactService({
+      dir: folder(),
+      ttlMs: 60_000,
+      maxBytes: 64 << 20,
+      inlineMaxBytes: 1000,
+      defaultReturnMode: 'url',
+      downloadPath: '/api/download',
+      sweepIntervalMs: 0,
+    });
+    stops.push(() => service.close());
+    const sink = artifactSink(service);
+    const resources = artifactResources(service);
+    const mine = await sink.store(AUDIO, {
+      mediaType: 'audio/wav',
+      filename: 'clip.wav',
+      owner: 'token:alice',
+    });
+    await expect(resources.read(mine.resourceUri, 'token:alice')).resolves.toBeDefined();
+    // Another token's holder is told nothing of it; a caller no token names holds the id as a link.
+    await expect(resources.read(mine.resourceUri, 'token:mallory')).rejects.toMatchObject({
+      code: 'DOWNLOAD_NOT_FOUND',
+    });
+    await expect(resources.read(mine.resourceUri)).resolves.toBeDefined();
+    const big = await sink.store(Buffer.alloc(RESOURCE_READ_MAX_BYTES + 1, 7), {
+      mediaType: 'application/octet-stream',
+      filename: 'big.bin',
+      owner: 'token:alice',
+    });
+    await expect(resources.read(big.resourceUri, 'token:alice')).rejects.toMatchObject({
+      code: 'TOO_LARGE',
+      details: { size_bytes: RESOURCE_READ_MAX_BYTES + 1 },
+    });
   });
 });

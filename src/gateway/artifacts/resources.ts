@@ -54,16 +54,49 @@ export interface ArtifactResourceSource {
   keyring: DownloadIdKeys;
   /** Epoch milliseconds. */
   now?: () => number;
+  /** The largest artifact answered inline; default RESOURCE_READ_MAX_BYTES. */
+  maxBytes?: number;
+}
+
+/**
+ * The largest artifact resources/read answers: its bytes are held whole, and
+ * as base64 in the answer (about 2.7 times its size per read in all). A larger
+ * one is TOO_LARGE, naming its download link's route: /api/download streams.
+ */
+export const RESOURCE_READ_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Whether `caller` may read a grant through resources/read. A download id is
+ * a bearer capability, as a link is, for callers no token names (stdio, an
+ * anonymous client); a caller a bearer token authenticated reads only what its
+ * own calls stored, or what an upstream stored for the call it made, so a
+ * token's holder cannot read another tenant's files by their ids.
+ */
+export function grantReadableBy(owner: string, caller: string | undefined): boolean {
+  if (caller === undefined || !caller.startsWith('token:')) return true;
+  return owner === caller || owner.startsWith('upstream:');
 }
 
 /** Bytes and their type for an artifact resource URI, or the DOWNLOAD_* error saying why not. */
 export async function readArtifact(
   uri: string,
   source: ArtifactResourceSource,
+  caller?: string,
 ): Promise<{ bytes: Buffer; mediaType: string; filename: string }> {
   const now = source.now ?? Date.now;
   const found = await resolveDownload(uri.slice(ARTIFACT_RESOURCE_PREFIX.length), source, now());
   if (!found.ok) throw new EnvelopeError(found.code, `Cannot read ${uri}: ${found.code}`, { uri });
+  // Another tenant's file reads as an unknown one: its existence is not told.
+  if (!grantReadableBy(found.grant.owner, caller))
+    throw new EnvelopeError('DOWNLOAD_NOT_FOUND', `Cannot read ${uri}: DOWNLOAD_NOT_FOUND`, { uri });
+  const maxBytes = source.maxBytes ?? RESOURCE_READ_MAX_BYTES;
+  if (found.artifact.size > maxBytes) {
+    throw new EnvelopeError(
+      'TOO_LARGE',
+      `Cannot read ${uri}: ${found.artifact.size} bytes is more than resources/read answers (${maxBytes}); download it from its link instead`,
+      { uri, size_bytes: found.artifact.size, max_bytes: maxBytes },
+    );
+  }
   const { digest } = found.artifact;
   const stream = await source.store.open(digest);
   if (!stream)
@@ -86,8 +119,9 @@ export async function readArtifact(
 export async function readArtifactResource(
   uri: string,
   source: ArtifactResourceSource,
+  caller?: string,
 ): Promise<{ contents: Record<string, unknown>[] }> {
-  const { bytes, mediaType } = await readArtifact(uri, source);
+  const { bytes, mediaType } = await readArtifact(uri, source, caller);
   // Text only when the bytes are UTF-8 as well as labelled text: decoding anything else would alter them.
   const text = isTextual(mediaType) ? utf8(bytes) : undefined;
   const content =

@@ -93,7 +93,8 @@ export interface RelayOptions {
 /** Resources the gateway answers for itself. */
 export interface OwnResources {
   owns(uri: unknown): uri is string;
-  read(uri: string): Promise<Result>;
+  /** `caller`: the principal a bearer token made of the client, when one did. */
+  read(uri: string, caller?: string): Promise<Result>;
 }
 
 /** Resource URIs found by reads whose upstream is kept in mind (lists add theirs besides). */
@@ -303,7 +304,10 @@ export class Relay {
    */
   async #read(params: Record<string, unknown> | undefined, ctx: ServerContext): Promise<Result> {
     const uri = params?.uri;
-    if (this.#options.ownResources?.owns(uri)) return this.#options.ownResources.read(uri);
+    if (this.#options.ownResources?.owns(uri)) {
+      const principal = ctx.http?.authInfo?.extra?.principal;
+      return this.#options.ownResources.read(uri, typeof principal === 'string' ? principal : undefined);
+    }
     const known = typeof uri === 'string' ? this.#resourceOwners.get(uri) : undefined;
     const candidates = !this.#multi || known ? [this.#resourceUpstream(uri)] : this.#resourceHolders();
     let firstError: unknown;
