@@ -31,6 +31,12 @@ export interface HttpGatewayOptions extends OriginPolicy {
   port?: number;
   /** Largest request body accepted, in bytes (413 above it). */
   maxBodyBytes?: number;
+  /** How long a request's headers and body may take to arrive; default REQUEST_READ_TIMEOUT_MS. */
+  requestReadTimeoutMs?: number;
+  /** How long a download may go with its client taking nothing; default DOWNLOAD_SEND_TIMEOUT_MS. */
+  downloadSendTimeoutMs?: number;
+  /** Downloads one address may have running at once; default DOWNLOADS_PER_ADDRESS. */
+  downloadsPerAddress?: number;
   /** Bearer tokens, each mapped to a tier. */
   tokens?: readonly TokenGrant[];
   /**
@@ -90,11 +96,65 @@ export interface HttpGateway {
 }
 
 /** Whose a request is: its bearer token, else (anonymous) the address it came from. */
+/** How long a request's headers and body may take to arrive. */
+export const REQUEST_READ_TIMEOUT_MS = 30_000;
+/** How long a download may go without its client taking a byte before it is cut. */
+export const DOWNLOAD_SEND_TIMEOUT_MS = 30_000;
+/** Downloads one address may have running at once (needing no token, they are counted by address). */
+export const DOWNLOADS_PER_ADDRESS = 8;
+
+/**
+ * A download, bounded: an address gets DOWNLOADS_PER_ADDRESS at once (429
+ * RATE_LIMITED past them), and one whose client stops reading is cut after
+ * DOWNLOAD_SEND_TIMEOUT_MS, so stalled readers cannot hold buffers and file
+ * handles without limit (1,500 of them took 2.2 GB).
+ */
+async function downloadBounded(
+  req: IncomingMessage,
+  res: ServerResponse,
+  handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  downloadsByAddress: Map<string, number>,
+  bounds: { perAddress: number; sendTimeoutMs: number; onCut: (address: string) => void },
+): Promise<void> {
+  const address = req.socket.remoteAddress ?? 'unknown';
+  const running = downloadsByAddress.get(address) ?? 0;
+  if (running >= bounds.perAddress) {
+    sendError(
+      res,
+      new EnvelopeError(
+        'RATE_LIMITED',
+        `${running} downloads are running from this address; try again once one ends`,
+        {
+          limit: DOWNLOADS_PER_ADDRESS,
+        },
+      ),
+      { 'retry-after': '1' },
+    );
+    return;
+  }
+  downloadsByAddress.set(address, running + 1);
+  res.setTimeout(bounds.sendTimeoutMs, () => {
+    res.destroy();
+    bounds.onCut(address);
+  });
+  try {
+    await handler(req, res);
+  } finally {
+    const left = (downloadsByAddress.get(address) ?? 1) - 1;
+    if (left > 0) downloadsByAddress.set(address, left);
+    else downloadsByAddress.delete(address);
+  }
+}
+
 function ownerOf(req: IncomingMessage, principal?: Principal): string {
   return principal ? `token:${principal.tokenId}` : `anonymous:${req.socket.remoteAddress ?? 'unknown'}`;
 }
 
-/** Whose upstream connections a request uses: its bearer token's; anonymous callers share one set. */
+/**
+ * Whose upstream connections a request uses: its bearer token's. Anonymous 2026-07-28 requests
+ * share one set that never guesses whose a server-to-client request is; an anonymous 2025-era
+ * session has a set of its own (sessions.ts).
+ */
 function poolKeyOf(principal?: Principal): string {
   return principal?.tokenId ?? '';
 }
@@ -179,9 +239,12 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     onError: report,
   });
 
+  /** Downloads running, by the address they come from. */
+  const downloadsByAddress = new Map<string, number>();
+
   async function handleMcp(req: IncomingMessage, res: ServerResponse, principal?: Principal): Promise<void> {
-    // `extra.principal` names the caller for rate limits: its token, else (anonymous) its address.
-    // Anonymous callers keep the empty client id, so they still share upstreams as before.
+    // `extra.principal` names the principal for rate limits, artifacts and input rounds: its token,
+    // else (anonymous) its address, or within an anonymous 2025-era session the session itself.
     const extra: Record<string, unknown> = { principal: ownerOf(req, principal) };
     const authInfo: AuthInfo = principal
       ? {
@@ -246,13 +309,14 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         return;
       }
       entry.lastSeen = Date.now();
+      if (authInfo.extra) authInfo.extra.principal = entry.principal;
       await entry.serve(req, res, body, authInfo);
       return;
     }
     if (method === 'POST') {
       const messages = Array.isArray(body) ? body : [body];
       if (messages.some((message) => message?.method === 'initialize' && isInitializeRequest(message))) {
-        await table.open(req, res, body, ownerOf(req, principal), poolKeyOf(principal), authInfo);
+        await table.open(req, res, body, ownerOf(req, principal), principal?.tokenId, authInfo);
         return;
       }
       if (claimsModernEra(req) || !(await isLegacyRequest(await toWebRequest(req, body), body))) {
@@ -340,7 +404,17 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       return;
     }
     if (options.downloads && path === options.downloads.path && path !== mcpPath) {
-      await options.downloads.handler(req, res);
+      await downloadBounded(req, res, options.downloads.handler, downloadsByAddress, {
+        perAddress: options.downloadsPerAddress ?? DOWNLOADS_PER_ADDRESS,
+        sendTimeoutMs: options.downloadSendTimeoutMs ?? DOWNLOAD_SEND_TIMEOUT_MS,
+        onCut: (from) =>
+          report(
+            new EnvelopeError(
+              'TIMEOUT',
+              `download to ${from} cut: its client took nothing for ${options.downloadSendTimeoutMs ?? DOWNLOAD_SEND_TIMEOUT_MS} ms`,
+            ),
+          ),
+      });
       return;
     }
     if (path !== mcpPath) {
@@ -364,7 +438,10 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     await handleMcp(req, res, principal);
   }
 
-  const server = createServer((req, res) => {
+  const requestReadTimeoutMs = options.requestReadTimeoutMs ?? REQUEST_READ_TIMEOUT_MS;
+  // Requests past their read timeout are found by a periodic check (Node's default: every 30 s).
+  const checking = Math.max(100, Math.min(1000, requestReadTimeoutMs / 2));
+  const server = createServer({ connectionsCheckingInterval: checking }, (req, res) => {
     if (closing) {
       sendError(res, new EnvelopeError('DEPENDENCY_UNAVAILABLE', 'The gateway is shutting down'));
       return;
@@ -385,6 +462,10 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   // Node's 5 s keep-alive lets the server close an idle connection just as a busy client
   // sends on it ("other side closed"); clients end their own idle connections well before this.
   server.keepAliveTimeout = 65_000;
+  // A request (headers and body) must have arrived within this: a body stalled one byte short
+  // held its buffer for Node's default 300 s, and 300 such bodies held 1.2 GB.
+  server.requestTimeout = requestReadTimeoutMs;
+  server.headersTimeout = Math.min(server.headersTimeout, server.requestTimeout);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
