@@ -9,7 +9,7 @@
  * user_version and migrated forward when a writer opens the file; a reader
  * opens it read-only and never changes it, so auditing a file cannot alter it.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { canonicalize, parseJsonLossless } from '../canonical/index.ts';
@@ -222,6 +222,8 @@ export class Ledger {
     if (!existsSync(path)) {
       if (!create) throw new EnvelopeError('LEDGER_NOT_FOUND', `No ledger at ${path}`, { path });
       mkdirSync(dirname(path), { recursive: true });
+      // Only its owner may read or write the records: SQLite gives its journal files the same mode.
+      writeFileSync(path, '', { mode: 0o600, flag: 'wx' });
     }
     let db: DatabaseSync | undefined;
     try {

@@ -1154,7 +1154,7 @@ describe('artifacts', () => {
   beforeAll(async () => {
     const dir = folder('downloads');
     mkdirSync(join(dir, 'keys'));
-    writeFileSync(join(dir, 'keys', 'download.key'), `${FILE_SECRET}\n`);
+    writeFileSync(join(dir, 'keys', 'download.key'), `${FILE_SECRET}\n`, { mode: 0o600 });
     const started = await Promise.allSettled([
       startHttp(
         dir,
@@ -1363,7 +1363,9 @@ describe('signing', () => {
     const fileDir = folder('signing-file');
     // Relative to the configuration's folder, not the working directory (the repository).
     mkdirSync(join(fileDir, 'keys'));
-    writeFileSync(join(fileDir, 'keys', 'gw.pem'), readFileSync(join(keys, 'gateway.private.pem')));
+    writeFileSync(join(fileDir, 'keys', 'gw.pem'), readFileSync(join(keys, 'gateway.private.pem')), {
+      mode: 0o600,
+    });
     const started = await Promise.allSettled([
       startStdio(fileDir, signingConfig({ keyFile: 'keys/gw.pem' })).then((gateway) => {
         fromFile = gateway;

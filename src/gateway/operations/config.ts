@@ -5,7 +5,7 @@
  * never has to ask "was this set?".
  */
 import { createSecretKey, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseJsonBytes } from '../../canonical/index.ts';
 import { EnvelopeError, isEnvelopeError } from '../../errors/index.ts';
@@ -383,6 +383,7 @@ function resolveArtifacts(raw: RawArtifacts, baseDir: string, env: NodeJS.Proces
           },
         );
       }
+      refuseLooseKeyFile(path, where, pointer);
     } else {
       const variable = entry.keyEnv as string;
       where = `Environment variable ${variable} (artifacts.keys[${index}].keyEnv, download key "${entry.id}")`;
@@ -423,6 +424,23 @@ function resolveArtifacts(raw: RawArtifacts, baseDir: string, env: NodeJS.Proces
 }
 
 /**
+ * A private key file others may read or write is refused, as ssh and cosign
+ * refuse theirs: whoever else reads it can sign as the gateway. (Windows has
+ * no such mode bits to read.)
+ */
+function refuseLooseKeyFile(path: string, where: string, pointer: string): void {
+  if (process.platform === 'win32') return;
+  const mode = statSync(path).mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    throw configError(
+      `${where} may be read or written by others (mode ${mode.toString(8).padStart(4, '0')}): a key anyone else can read signs as this gateway; chmod 600 it`,
+      pointer,
+      { path },
+    );
+  }
+}
+
+/**
  * Loads the signing key named by `keyFile` or `keyEnv`. A key that cannot be
  * used stops the gateway rather than leaving records unsigned; messages name
  * the member, the file or the variable, never the key's text.
@@ -444,6 +462,7 @@ function resolveSigning(raw: RawSigning, baseDir: string, env: NodeJS.ProcessEnv
         { path },
       );
     }
+    refuseLooseKeyFile(path, where, pointer);
   } else {
     const variable = raw.keyEnv as string;
     where = `Environment variable ${variable} (signing.keyEnv)`;

@@ -507,7 +507,7 @@ describe('signing', () => {
 
   it('loads the key once, from a file relative to the configuration or from the environment', () => {
     mkdirSync(join(dir, 'keys'), { recursive: true });
-    writeFileSync(join(dir, 'keys', 'gw.private.pem'), pem);
+    writeFileSync(join(dir, 'keys', 'gw.private.pem'), pem, { mode: 0o600 });
     const fromFile = loadGatewayConfig(
       write('signed.json', { ...twoUpstreams, signing: { keyFile: 'keys/gw.private.pem' } }),
       { env: {} },
@@ -525,6 +525,23 @@ describe('signing', () => {
     expect(unsigned.signing).toBeUndefined();
     expect(unsigned.upstreams[0]?.provenance.signingKey).toBeUndefined();
   });
+
+  it.skipIf(process.platform === 'win32')(
+    'refuses a key file others may read, as ssh does, naming the member and the mode, never the key',
+    () => {
+      mkdirSync(join(dir, 'keys'), { recursive: true });
+      writeFileSync(join(dir, 'keys', 'loose.pem'), pem, { mode: 0o644 });
+      const error = failure(() =>
+        loadGatewayConfig(write('loose.json', { ...twoUpstreams, signing: { keyFile: 'keys/loose.pem' } }), {
+          env: {},
+        }),
+      );
+      expect(error.code).toBe('CONFIG_INVALID');
+      expect(error.details?.pointer).toBe('/signing/keyFile');
+      expect(error.message).toMatch(/mode 0644.*chmod 600/);
+      expect(error.message).not.toContain(secret);
+    },
+  );
 
   const failures: Array<[string, unknown, Record<string, string>, string, RegExp]> = [
     ['neither keyFile nor keyEnv', { signing: {} }, {}, '/signing', /exactly one of "keyFile" or "keyEnv"/],
@@ -582,9 +599,9 @@ describe('signing', () => {
   it.each(failures)(
     'stops the gateway on %s with CONFIG_INVALID naming the member',
     (_label, extra, env, pointer, message) => {
-      writeFileSync(join(dir, 'not-a-key.pem'), `${secret}\n`);
-      writeFileSync(join(dir, 'public.pem'), publicPem);
-      writeFileSync(join(dir, 'ec.pem'), ecPem);
+      writeFileSync(join(dir, 'not-a-key.pem'), `${secret}\n`, { mode: 0o600 });
+      writeFileSync(join(dir, 'public.pem'), publicPem, { mode: 0o600 });
+      writeFileSync(join(dir, 'ec.pem'), ecPem, { mode: 0o600 });
       const error = failure(() => resolveGatewayConfig({ ...minimal, ...(extra as object) }, dir, { env }));
       expect(error.code).toBe('CONFIG_INVALID');
       expect(error.details?.pointer).toBe(pointer);

@@ -43,6 +43,8 @@ describe('Ledger', () => {
     const raw = new DatabaseSync(file);
     expect(raw.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
     raw.close();
+    // Only its owner reads or writes the records.
+    if (process.platform !== 'win32') expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 
   it('stores records in order, once each, and lists newest first with filters', () => {
