@@ -16,7 +16,7 @@ export interface RateCounters {
 }
 
 export interface MemoryRateCountersOptions {
-  /** Most keys tracked at once; beyond it the oldest goes (default 100,000). */
+  /** Most keys tracked at once; beyond it the buckets nearest to full go (default 100,000). */
   maxKeys?: number;
 }
 
@@ -27,10 +27,11 @@ const MIN_SWEEP_SIZE = 1024;
 /**
  * Buckets in a Map, one TAT per key, in the order keys were added. Bounded: a
  * key whose bucket is full again is the same as no key, so expired keys are
- * dropped as they are met (the oldest before each new key, all of them
- * whenever the map has doubled since the last sweep); and at `maxKeys` the
- * oldest key is evicted, so many principals cannot grow memory without bound.
- * An evicted key starts again from a full bucket.
+ * dropped as they are met (all of them whenever the map has doubled since the
+ * last sweep); and at `maxKeys` the keys whose buckets are nearest to full are
+ * evicted, so many principals cannot grow memory without bound, and an
+ * exhausted bucket is the last to be forgotten (an evicted key starts again
+ * from a full bucket).
  */
 export class MemoryRateCounters implements RateCounters {
   readonly #tats = new Map<string, number>();
@@ -84,9 +85,43 @@ export class MemoryRateCounters implements RateCounters {
     }
     if (tats.size < this.#maxKeys) return;
     let excess = tats.size - this.#maxKeys + Math.max(1, Math.floor(this.#maxKeys / 100));
-    for (const key of tats.keys()) {
-      if (excess-- <= 0) break;
-      tats.delete(key);
+    // The buckets nearest to full go first (the smallest TAT): an exhausted bucket, whose TAT
+    // lies furthest ahead, is the last to be forgotten, so filling the map with fresh keys
+    // cannot hand a throttled caller a full bucket again.
+    const threshold = kthSmallest([...tats.values()], excess - 1);
+    for (const [key, tat] of tats) {
+      if (excess <= 0) break;
+      if (tat <= threshold) {
+        tats.delete(key);
+        excess--;
+      }
     }
   }
+}
+
+/** The k-th smallest of `values` (0-based), by quickselect: linear on average, `values` reordered. */
+function kthSmallest(values: number[], k: number): number {
+  let low = 0;
+  let high = values.length - 1;
+  const at = Math.min(Math.max(k, 0), high);
+  while (low < high) {
+    const pivot = values[(low + high) >> 1] as number;
+    let i = low;
+    let j = high;
+    while (i <= j) {
+      while ((values[i] as number) < pivot) i++;
+      while ((values[j] as number) > pivot) j--;
+      if (i <= j) {
+        const swap = values[i] as number;
+        values[i] = values[j] as number;
+        values[j] = swap;
+        i++;
+        j--;
+      }
+    }
+    if (at <= j) high = j;
+    else if (at >= i) low = i;
+    else break;
+  }
+  return values[at] as number;
 }

@@ -75,20 +75,19 @@ describe('GCRA token bucket (MemoryRateCounters)', () => {
 });
 
 describe('MemoryRateCounters bounds', () => {
-  it('never tracks more than maxKeys: the least recently used key is evicted', () => {
+  it('never tracks more than maxKeys, and never forgets an exhausted bucket to make room', () => {
     const counters = new MemoryRateCounters({ maxKeys: 3 });
-    for (const key of ['a', 'b', 'c']) {
-      counters.take(key, rule, T0);
-      counters.take(key, rule, T0);
-      counters.take(key, rule, T0);
-    }
+    // 'a' is exhausted; 'b' and 'c' have one call each taken, nearer to full.
+    for (let i = 0; i < 3; i++) counters.take('a', rule, T0);
     expect(counters.take('a', rule, T0).allowed).toBe(false);
-    // 'a' was just used (a denial does not move it, so touch it with another key's pressure in mind).
-    counters.take('d', rule, T0);
-    expect(counters.size).toBe(3);
-    // 'a' was the least recently admitted: evicted, so it starts from a full bucket again.
-    expect(counters.take('a', rule, T0).allowed).toBe(true);
-    expect(counters.size).toBe(3);
+    counters.take('b', rule, T0);
+    counters.take('c', rule, T0);
+    // New principals keep coming: the map stays at its cap, and 'a' stays throttled.
+    for (let i = 0; i < 100; i++) {
+      counters.take(`fresh-${i}`, rule, T0);
+      expect(counters.size).toBeLessThanOrEqual(3);
+      expect(counters.take('a', rule, T0).allowed, `after ${i + 1} new keys`).toBe(false);
+    }
   });
 
   it('drops keys whose bucket is full again as it meets them', () => {
