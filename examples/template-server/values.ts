@@ -176,6 +176,9 @@ function defaultOf(field: FieldDefinition): string | string[] {
  * `details.issues`); required fields without a value are MISSING_REQUIRED_FIELDS
  * (`details.missing_fields`).
  */
+/** Issues an INVALID_ARGUMENT answer lists at most; `issues_total` then says how many there were. */
+export const MAX_ISSUES_LISTED = 20;
+
 export function checkValues(template: Template, values: Record<string, unknown>): CheckedValues {
   const issues: Issue[] = [];
   const fields = new Map(template.fields.map((field) => [field.name, field]));
@@ -211,11 +214,14 @@ export function checkValues(template: Template, values: Record<string, unknown>)
   if (issues.length > 0) {
     const [first] = issues;
     const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
+    // The answer is bounded whatever the question: a million unknown keys in gave 15 MiB of issues out.
+    const listed = issues.slice(0, MAX_ISSUES_LISTED);
     throw new ToolFailure(
       'INVALID_ARGUMENT',
       `Invalid values for ${template.template_id}: ${first?.message}${more}`,
       {
-        issues,
+        issues: listed,
+        ...(issues.length > listed.length ? { issues_total: issues.length } : {}),
         limits: LIMITS,
       },
     );

@@ -465,6 +465,15 @@ describe('examples/template-server over stdio', () => {
       values: { ...MINUTES, notes: 'x'.repeat(5 * 1024 * 1024) },
     });
     expect(huge.error?.details).toMatchObject({ issues: [{ path: 'values.notes', limit: 10_000 }] });
+    // However many unknown keys come in, the answer lists a bounded few and says how many there were.
+    const flood = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`unknown_${i}`, 'x']));
+    const bounded = await call(server, 'fill_template', {
+      template_id: 'meeting-minutes',
+      values: { ...MINUTES, ...flood },
+    });
+    expect(bounded.error?.details?.issues).toHaveLength(20);
+    expect(bounded.error?.details).toMatchObject({ issues_total: 20_000 });
+    expect(JSON.stringify(bounded).length).toBeLessThan(16_384);
     // The server is still well: nothing was polluted, and it fills as before.
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     const after = await call(server, 'fill_template', { template_id: 'meeting-minutes', values: MINUTES });
