@@ -112,6 +112,9 @@ function unavailable(message: string, path: string, cause?: unknown): EnvelopeEr
   );
 }
 
+/** How long a verification may rely on keys.json as last read before looking at it again. */
+const RECHECK_MS = 1000;
+
 export class Keyring implements DownloadIdKeys {
   /** How long a retired key keeps verifying. */
   readonly maxTtlMs: number;
@@ -185,11 +188,21 @@ export class Keyring implements DownloadIdKeys {
   }
 
   verifyingKey(kid: string): KeyObject | undefined {
+    // A key removed from keys.json stops verifying within a second, even in a gateway that
+    // signs nothing meanwhile (the file is looked at, a stat, at most once a second).
+    const now = this.now();
+    if (now - this.#checkedAt >= RECHECK_MS || now < this.#checkedAt) {
+      this.#checkedAt = now;
+      this.reloadIfChanged();
+    }
     let found = this.live().find((key) => key.id === kid);
     // A key made by another process (the CLI's rotation) since the file was read.
     if (!found && this.reloadIfChanged()) found = this.live().find((key) => key.id === kid);
     return found?.key;
   }
+
+  /** When keys.json was last looked at for a verification. */
+  #checkedAt = Number.NEGATIVE_INFINITY;
 
   /**
    * Makes a new current key; the old one keeps verifying for maxTtlMs, and

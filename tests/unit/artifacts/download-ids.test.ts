@@ -196,6 +196,25 @@ describe('a keyring kept in a folder', () => {
     expect(gateway.signingKey().id).toBe(current);
   });
 
+  it('stops verifying a key removed from keys.json within a second, without signing meanwhile', () => {
+    const dir = folder();
+    let now = Date.now();
+    const gateway = Keyring.inFolder({ dir, now: () => now });
+    const id = signDownloadId(GRANT, now + HOUR, gateway);
+    expect(verifyDownloadId(id, gateway, now).ok).toBe(true);
+    // The operator removes the key by hand (a leak, say): the file now holds another key only.
+    const file = join(dir, KEYS_FILE);
+    const stored = JSON.parse(readFileSync(file, 'utf8')) as { keys: { id: string }[] };
+    const kid = id.split('.')[2];
+    const otherDir = folder();
+    Keyring.inFolder({ dir: otherDir }).signingKey();
+    const replacement = JSON.parse(readFileSync(join(otherDir, KEYS_FILE), 'utf8'));
+    writeFileSync(file, JSON.stringify(replacement), { mode: 0o600 });
+    expect(stored.keys.map((key) => key.id)).toContain(kid);
+    now += 1000;
+    expect(verifyDownloadId(id, gateway, now)).toEqual({ ok: false, code: 'DOWNLOAD_SIGNATURE_INVALID' });
+  });
+
   it('refuses a damaged keys.json with a clear code', () => {
     const dir = folder();
     writeFileSync(join(dir, KEYS_FILE), '{"keys": [{"id": "x"}]}');
