@@ -278,7 +278,7 @@ export async function startGateway(
         onSessionClosed: (id, reason) => {
           if (reason !== 'ended' && reason !== 'shutdown') report(`session ${id} closed: ${reason}`);
         },
-        tokens: config.auth.tokens.map(({ token, tier }) => ({ token, tier })),
+        tokens: config.auth.tokens.map(({ name, token, tier }) => ({ name, token, tier })),
         authRequired: config.auth.required,
         path: listen.path,
         mode: config.upstreams.map((upstream) => `${upstream.name}: ${upstream.dialect}`).join(', '),

@@ -1,14 +1,20 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { EnvelopeError } from '../../errors/index.ts';
 
-/** A bearer token and the tier its holder gets. */
+/** A bearer token, the tier its holder gets, and the name it is configured under. */
 export interface TokenGrant {
   token: string;
   tier: string;
+  /** Names the token's holder wherever a principal is named (owners, rate-limit keys, logs). */
+  name?: string;
 }
 
 export interface Principal {
-  /** A short, non-reversible label of the token for logs (never the token). */
+  /**
+   * The token's configured name (else its place among the tokens, `token-1`…):
+   * never the token, nor anything computed from it, which could be tried
+   * against guesses offline.
+   */
   tokenId: string;
   tier: string;
 }
@@ -34,10 +40,11 @@ export class BearerAuth {
   readonly #grants: { digest: Buffer; tier: string; tokenId: string }[];
 
   constructor(grants: readonly TokenGrant[]) {
-    this.#grants = grants.map((grant) => {
-      const hashed = digest(grant.token);
-      return { digest: hashed, tier: grant.tier, tokenId: hashed.toString('hex').slice(0, 12) };
-    });
+    this.#grants = grants.map((grant, index) => ({
+      digest: digest(grant.token),
+      tier: grant.tier,
+      tokenId: grant.name ?? `token-${index + 1}`,
+    }));
   }
 
   get enabled(): boolean {
