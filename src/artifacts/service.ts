@@ -19,7 +19,7 @@ export interface GrantOptions {
   /** Offered in Content-Disposition (sanitized). */
   filename: string;
   mediaType: string;
-  /** Whose it is: `token:<id>`, `anonymous:<address>`, or a server's label. */
+  /** Whose it is: `token:<name>`, `anonymous:session:<id>` or `anonymous:<address>`, `local`, or a server's label. */
   owner: string;
   /** Default: the service's ttlMs. */
   ttlMs?: number;

@@ -14,7 +14,7 @@ export interface ArtifactInfo {
   size: number;
   /** The media type the bytes were stored with, e.g. application/pdf. */
   mediaType: string;
-  /** The principal that stored it (`token:<id>`, `anonymous:<address>`, or a server's own label). */
+  /** The principal that stored it (`token:<name>`, `anonymous:session:<id>` or `anonymous:<address>`, `local`, or a server's own label). */
   owner: string;
   /** ISO 8601. */
   createdAt: string;

@@ -422,6 +422,9 @@ describe.each([withLogs(httpTarget), withLogs(stdioTarget)])(
   },
 );
 
+const CAP_TOKEN = 'cap-token-0123456789';
+const AS_CAP_TOKEN = { requestInit: { headers: { authorization: `Bearer ${CAP_TOKEN}` } } };
+
 describe('a gateway at its limit of parked calls', () => {
   let gateway: HttpGateway;
 
@@ -431,6 +434,9 @@ describe('a gateway at its limit of parked calls', () => {
         upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }],
         maxParkedCalls: 1,
       },
+      // A principal the gateway can tell apart: an anonymous one's second call, running beside
+      // the parked one, would have its request refused as ambiguous before the cap is reached.
+      tokens: [{ token: CAP_TOKEN, tier: 'free' }],
       warmSpare: false,
     });
   });
@@ -443,7 +449,7 @@ describe('a gateway at its limit of parked calls', () => {
   it('refuses one more with RESOURCE_EXHAUSTED, cancels its upstream call, and keeps the parked one', async () => {
     const client = statelessEraClient({ sampling: {}, elicitation: {} });
     open.push(client);
-    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url), AS_CAP_TOKEN));
     const before = Number(textOf(await client.callTool({ name: 'cancellations', arguments: {} })));
     const call = { name: 'test_sampling', arguments: { prompt: 'p' } };
     const parked = await callLeg(client, call);
@@ -472,6 +478,9 @@ describe('a gateway at its limit of parked calls, with a short call timeout', ()
         upstream: { timeoutMs: 1500 },
         maxParkedCalls: 1,
       },
+      // A principal the gateway can tell apart: an anonymous one's second call, running beside
+      // the parked one, would have its request refused as ambiguous before the cap is reached.
+      tokens: [{ token: CAP_TOKEN, tier: 'free' }],
       warmSpare: false,
     });
   });
@@ -484,7 +493,7 @@ describe('a gateway at its limit of parked calls, with a short call timeout', ()
   it('frees the place of a parked call that was never retried once its timeout is up', async () => {
     const client = statelessEraClient({ sampling: {}, elicitation: {} });
     open.push(client);
-    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url), AS_CAP_TOKEN));
     const abandoned = await callLeg(client, { name: 'ask_twice', arguments: {} });
     expect(abandoned.resultType).toBe('input_required');
     const call = { name: 'test_sampling', arguments: { prompt: 'p' } };

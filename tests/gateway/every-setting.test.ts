@@ -1061,6 +1061,8 @@ describe('ledger and logs', () => {
 // ---------------------------------------------------------------------------
 // How an upstream is shared: its processes among HTTP sessions, the gateway's artifact store.
 
+const SHARING_TOKEN = 'sharing-token-0123456789';
+
 describe('upstreams[].sharing', () => {
   proves(
     ['upstreams[].sharing'],
@@ -1070,8 +1072,14 @@ describe('upstreams[].sharing', () => {
         upstreams: [probe('probe', { sharing: 'per-session' })],
         listen: { stdio: false, http: { port: 0 } },
       });
+      // One client is one bearer token: an anonymous session is a principal of its own.
+      const shared = await startHttp(folder('shared'), {
+        upstreams: [probe('probe')],
+        listen: { stdio: false, http: { port: 0 } },
+        auth: { tokens: [{ token: SHARING_TOKEN, tier: 'community' }] },
+      });
       const pidsOf = async (url: string) => {
-        const clients = await Promise.all([sdkClient(url), sdkClient(url)]);
+        const clients = await Promise.all([sdkClient(url, SHARING_TOKEN), sdkClient(url, SHARING_TOKEN)]);
         try {
           return await Promise.all(
             clients.map(
@@ -1083,11 +1091,11 @@ describe('upstreams[].sharing', () => {
         }
       };
       try {
-        const [shared, own] = await Promise.all([pidsOf(plain.url), pidsOf(perSession.url)]);
-        expect(new Set(shared).size).toBe(1);
+        const [one, own] = await Promise.all([pidsOf(shared.url), pidsOf(perSession.url)]);
+        expect(new Set(one).size).toBe(1);
         expect(new Set(own).size).toBe(2);
       } finally {
-        await perSession.stop();
+        await Promise.all([perSession.stop(), shared.stop()]);
       }
     },
   );

@@ -5,6 +5,7 @@ import { type CallToolResult, Client, StreamableHTTPClientTransport } from '@mod
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callToolWithRetry, readToolResult } from '../../src/mcp/read-tool-result.ts';
+import { statelessEraClient } from './era-2026-07-28.ts';
 import { startGatewayHttp } from './gateway-process.ts';
 import { BIN, NODE, ROOT, type Running } from './processes.ts';
 
@@ -238,7 +239,7 @@ describe('rate limits over HTTP', () => {
     const [a, b, anonymous] = await Promise.all([connect(A_TOKEN), connect(B_TOKEN), connect()]);
     expect(hosted(await call(a, 'fill')).rate_limit).toMatchObject({ bucket: 'caller:fill', remaining: 0 });
     expect(hosted(await call(a, 'fill')).error?.code).toBe('RATE_LIMITED');
-    // B's bucket is its own, and so is the anonymous caller's (its address).
+    // B's bucket is its own, and so is the anonymous caller's (its session).
     expect(hosted(await call(b, 'fill')).ok).toBe(true);
     expect(hosted(await call(anonymous, 'fill')).ok).toBe(true);
     expect(hosted(await call(b, 'fill')).error?.code).toBe('RATE_LIMITED');
@@ -247,6 +248,22 @@ describe('rate limits over HTTP', () => {
     const [admitted, denied] = headers.slice(-2);
     expect(admitted).toBeNull();
     expect(Number(denied)).toBeGreaterThan(60);
+  });
+
+  it('keys anonymous callers by their principal: a 2025-era session its own, 2026-07-28 requests their address', async () => {
+    // Two anonymous sessions from one address are two principals, each with its own bucket.
+    const [first, second] = await Promise.all([connect(), connect()]);
+    expect(hosted(await call(first, 'fill')).ok).toBe(true);
+    expect(hosted(await call(first, 'fill')).error?.code).toBe('RATE_LIMITED');
+    expect(hosted(await call(second, 'fill')).ok).toBe(true);
+    // Anonymous 2026-07-28 requests carry nothing to tell clients apart: their address is the principal.
+    const modern = [statelessEraClient(), statelessEraClient()];
+    for (const client of modern) {
+      await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+      clients.push(client);
+    }
+    expect(hosted(await call(modern[0] as Client, 'fill')).ok).toBe(true);
+    expect(hosted(await call(modern[1] as Client, 'fill')).error?.code).toBe('RATE_LIMITED');
   });
 
   it('shares a global bucket among every caller', async () => {

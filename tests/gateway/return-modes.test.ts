@@ -206,11 +206,11 @@ describe('url', () => {
     const download = await fetch(descriptor?.download_url as string);
     expect(download.status).toBe(200);
     expect(download.headers.get('content-type')).toBe('image/png');
-    // Stored as the caller's: an anonymous HTTP caller is named by its address.
+    // Stored as the caller's: an anonymous 2025-era HTTP caller is its own session.
     const db = new DatabaseSync(join(http.dir, 'artifacts', 'artifacts.sqlite'), { readOnly: true });
     const row = db.prepare('SELECT owner FROM download_grants ORDER BY rowid DESC LIMIT 1').get();
     db.close();
-    expect(row?.owner).toBe('anonymous:127.0.0.1');
+    expect(String(row?.owner)).toMatch(/^anonymous:session:[0-9a-f-]{36}$/);
     expect(Buffer.from(await download.arrayBuffer()).equals(IMAGE)).toBe(true);
   });
 

@@ -57,18 +57,15 @@ function processesTagged(tag: string): number[] {
   return found;
 }
 
-function start(upstreams: ConfiguredUpstream[], tokens = false): Promise<HttpGateway> {
+/** A gateway with two bearer tokens: sessions share upstreams within a principal, and an anonymous session is a principal of its own. */
+function start(upstreams: ConfiguredUpstream[]): Promise<HttpGateway> {
   return startHttpGateway({
     gateway: { upstreams },
     warmSpare: false,
-    ...(tokens
-      ? {
-          tokens: [
-            { token: A, tier: 'pro' },
-            { token: B, tier: 'pro' },
-          ],
-        }
-      : {}),
+    tokens: [
+      { token: A, tier: 'pro' },
+      { token: B, tier: 'pro' },
+    ],
   });
 }
 
@@ -95,10 +92,10 @@ async function session(
     },
   );
   options.setup?.(client);
-  const transport = new StreamableHTTPClientTransport(
-    new URL(gateway.url),
-    options.token ? { requestInit: { headers: { authorization: `Bearer ${options.token}` } } } : undefined,
-  );
+  // Token A unless told: the sessions of one principal are what shares upstreams.
+  const transport = new StreamableHTTPClientTransport(new URL(gateway.url), {
+    requestInit: { headers: { authorization: `Bearer ${options.token ?? A}` } },
+  });
   await client.connect(transport);
   clients.push(client);
   return { client, transport };
@@ -134,8 +131,8 @@ const sampled = (text: string) => async () => ({
 describe('one upstream process per principal', () => {
   it('serves every session of a principal, and its 2026-07-28 requests, from one process', async () => {
     const tag = `shared-${randomUUID()}`;
-    gateway = await start([fixture('fixture', tag)], true);
-    const fromA = await Promise.all(Array.from({ length: 5 }, () => session({ token: A })));
+    gateway = await start([fixture('fixture', tag)]);
+    const fromA = await Promise.all(Array.from({ length: 5 }, () => session()));
     const fromB = await Promise.all(Array.from({ length: 2 }, () => session({ token: B })));
     const pidsA = await Promise.all(fromA.map(({ client }) => pidOf(client)));
     const pidsB = await Promise.all(fromB.map(({ client }) => pidOf(client)));
@@ -302,15 +299,15 @@ describe('what a shared upstream sends on its own', () => {
   });
 
   it("tells every session of the principal that the lists changed, and no other principal's", async () => {
-    gateway = await start([fixture('fixture', `announce-${randomUUID()}`)], true);
+    gateway = await start([fixture('fixture', `announce-${randomUUID()}`)]);
     const told = (client: Client) => {
       const changed = Promise.withResolvers<void>();
       client.setNotificationHandler('notifications/tools/list_changed', async () => changed.resolve());
       return changed.promise;
     };
     let outsider = 0;
-    const a1 = await session({ token: A });
-    const a2 = await session({ token: A });
+    const a1 = await session();
+    const a2 = await session();
     const b = await session({
       token: B,
       setup: (client) =>

@@ -44,8 +44,10 @@ export interface ClientSession {
 export interface SessionPlacement {
   /** Shared upstreams, per principal. */
   pool: UpstreamPool;
-  /** Whose session it is: the bearer token's id, '' for anonymous callers. */
+  /** Whose session it is: the bearer token's id; for an anonymous caller, the session itself. */
   principal: string;
+  /** The principal is the session itself (anonymous): its set closes with it. */
+  once?: boolean;
   /** The session's per-session upstreams, started ahead of need (the warm spare). */
   own?: readonly Upstream[];
 }
@@ -100,7 +102,7 @@ export async function openClientSession(
     const upstreams = await connectUpstreams(options);
     return build(options, upstreams, upstreams);
   }
-  const lease = await placement.pool.acquire(placement.principal);
+  const lease = await placement.pool.acquire(placement.principal, { once: placement.once === true });
   let own: readonly Upstream[] = [];
   try {
     own = placement.own ?? (await startOwnUpstreams(options));

@@ -175,13 +175,22 @@ export class Downstream {
   /** Whether the client can be reached outside its requests (a 2025-era client listening on its GET stream). */
   #reachable: () => boolean = () => true;
 
+  /** Its requests are of clients that cannot be told apart: an upstream message goes to one only when it is alone. */
+  readonly #exclusive: boolean;
+
   constructor(
     upstreams: readonly Upstream[],
-    options: { maxParked?: number | undefined; shared?: SharedUpstreams | undefined } = {},
+    options: {
+      maxParked?: number | undefined;
+      shared?: SharedUpstreams | undefined;
+      exclusive?: boolean | undefined;
+    } = {},
   ) {
     const longest = Math.max(...upstreams.map((upstream) => upstream.longestTimeoutMs()));
+    this.#exclusive = options.exclusive === true;
     this.rounds = new InputRounds({
       maxParked: options.maxParked,
+      exclusive: options.exclusive,
       // A parked call lives at most its timeout past the round; its state need not outlive that.
       ttlSeconds: Math.ceil(longest / 1000) + 1,
       progress: (ctx, progress) => this.#progress(ctx, progressTokenOf(ctx.mcpReq._meta), progress),
@@ -321,6 +330,11 @@ export class Downstream {
 
   /** The downstream request an upstream message most likely belongs to: the newest one in flight. */
   #current(): ServerContext | undefined {
+    if (this.#exclusive) {
+      // Clients that cannot be told apart: only the one request running can be meant.
+      const live = this.#inFlight.filter((ctx) => !ctx.mcpReq.signal.aborted);
+      return live.length === 1 ? live[0] : undefined;
+    }
     const ctx = this.#inFlight.at(-1);
     return ctx && !ctx.mcpReq.signal.aborted ? ctx : undefined;
   }

@@ -69,6 +69,28 @@ export interface InputRoundsOptions {
   /** Lifetime of a minted requestState; defaults to 600 s. */
   ttlSeconds?: number;
   maxParked?: number | undefined;
+  /**
+   * The calls are of clients the gateway cannot tell apart (anonymous
+   * 2026-07-28 requests): a server-to-client request joins a call's round only
+   * when that call is the one running, and is refused when several are.
+   */
+  exclusive?: boolean | undefined;
+}
+
+/** The principal a request's state is bound to: what the HTTP server named it, else its token's id. */
+function principalOf(ctx: ServerContext): string {
+  const authInfo = ctx.http?.authInfo;
+  const named = authInfo?.extra?.principal;
+  return typeof named === 'string' ? named : (authInfo?.clientId ?? '');
+}
+
+/** Why a server-to-client request went unasked: its call could not be told from another client's. */
+function ambiguous(method: string, running: number): EnvelopeError {
+  return new EnvelopeError(
+    'DEPENDENCY_UNAVAILABLE',
+    `${running} calls of anonymous clients are running on this upstream, so whose ${method} this is cannot be told; it is asked of none`,
+    { method, running },
+  );
 }
 
 interface StatePayload {
@@ -166,7 +188,7 @@ class ParkedCall {
 /**
  * The parked calls of one upstream session and the rounds between them and
  * their clients. State is minted with the SDK's HMAC codec, bound to the method
- * and the caller's principal; the call it names must also still be parked, at
+ * and the caller's principal (a token, else an anonymous caller's address); the call it names must also still be parked, at
  * the same round, for the same request, or the retry gets the SDK's -32602.
  */
 export class InputRounds {
@@ -183,7 +205,7 @@ export class InputRounds {
     this.#codec = createRequestStateCodec<StatePayload>({
       key: PROCESS_KEY,
       ttlSeconds: options.ttlSeconds ?? 600,
-      bind: (ctx) => `${ctx.mcpReq.method}\0${ctx.http?.authInfo?.clientId ?? ''}`,
+      bind: (ctx) => `${ctx.mcpReq.method}\0${principalOf(ctx)}`,
     });
   }
 
@@ -229,7 +251,11 @@ export class InputRounds {
   /** Hands an upstream server-to-client request to the newest live call; undefined when there is none. */
   offer(request: EmbeddedRequest, signal: AbortSignal): Promise<Result> | undefined {
     if (!EMBEDDABLE_METHODS.has(request.method)) return undefined;
-    const call = [...this.#calls.values()].reverse().find((candidate) => !candidate.outcome);
+    const running = [...this.#calls.values()].filter((candidate) => !candidate.outcome);
+    // A guess between clients that cannot be told apart could show one the other's request.
+    if (this.#options.exclusive && running.length > 1)
+      return Promise.reject(ambiguous(request.method, running.length));
+    const call = running.at(-1);
     if (!call) return undefined;
     if (signal.aborted) return Promise.reject(signal.reason);
     if (call.waiting.size >= MAX_WAITING_PER_CALL) {

@@ -15,8 +15,10 @@ import { SharedUpstreams } from './shared-upstreams.ts';
 
 /**
  * The HTTP gateway's upstream connections shared between clients: one set per
- * principal (a bearer token; anonymous callers are one principal), serving all
- * of its 2025-era sessions and its 2026-07-28 requests, so that a hundred
+ * principal (a bearer token; an anonymous 2025-era session; anonymous
+ * 2026-07-28 requests, which share one set that never guesses whose a
+ * server-to-client request is), serving all of its 2025-era sessions and its
+ * 2026-07-28 requests, so that a hundred
  * sessions of one client cost one process per upstream, not a hundred. Sets
  * are never shared between principals: what an upstream sends on its own can
  * only ever reach the principal whose set it belongs to.
@@ -192,8 +194,12 @@ export class UpstreamPool {
     return this.#ahead.ready.then(() => {});
   }
 
-  /** The principal's set, opened on first use; hold the lease while using it. */
-  async acquire(principal: string): Promise<PoolLease> {
+  /**
+   * The principal's set, opened on first use; hold the lease while using it.
+   * `once`: the principal ends with its lease (an anonymous session), so the
+   * set closes as soon as its last lease is released instead of idling.
+   */
+  async acquire(principal: string, options: { once?: boolean } = {}): Promise<PoolLease> {
     if (this.#closed) throw new EnvelopeError('DEPENDENCY_UNAVAILABLE', 'The gateway is shutting down');
     let entry = this.#sets.get(principal);
     if (entry && gaveUp(entry)) {
@@ -224,7 +230,7 @@ export class UpstreamPool {
       held.users--;
       this.#sets.delete(principal);
       void this.#closers.get(held)?.();
-      return this.acquire(principal);
+      return this.acquire(principal, options);
     }
     let released = false;
     return {
@@ -232,7 +238,7 @@ export class UpstreamPool {
       release: () => {
         if (released) return;
         released = true;
-        this.#release(principal, held, set);
+        this.#release(principal, held, set, options.once === true);
       },
     };
   }
@@ -286,10 +292,11 @@ export class UpstreamPool {
     return entry;
   }
 
-  #release(principal: string, entry: Entry, set: SharedSet): void {
+  #release(principal: string, entry: Entry, set: SharedSet, once: boolean): void {
     entry.users--;
     if (entry.users > 0) return;
-    // Replaced while in use (it gave up): its last user is gone, and nobody will take it again.
+    // Replaced while in use (it gave up), or its principal is gone: nobody will take it again.
+    if (once && this.#sets.get(principal) === entry) this.#sets.delete(principal);
     if (this.#sets.get(principal) !== entry) {
       void this.#closers.get(entry)?.();
       return;

@@ -23,7 +23,9 @@ import { SessionTransport } from './session-transport.ts';
  * arriving together cannot all pass), bound to the principal that opened them,
  * reaped when idle or abandoned (the GET stream gone and nothing sent), each
  * on its transport over its principal's shared upstreams (and its own, for
- * upstreams that are `per-session`).
+ * upstreams that are `per-session`). An anonymous caller's session is its own
+ * principal, with an upstream set of its own that closes with it; the caps
+ * still count per caller (its address), so they bound those sets too.
  */
 
 /** A 2025-era session's HTTP side: the transport that serves its requests. */
@@ -32,8 +34,13 @@ interface SessionEntry {
   close(): Promise<void>;
   session: ClientSession;
   lastSeen: number;
-  /** Who opened it: only the same principal may use or end it. */
+  /** Who opened it: only the same caller may use or end it, and its caps count per caller. */
   owner: string;
+  /**
+   * Whose its traffic is (rate limits, artifacts, upstream set): the caller's
+   * bearer token, or for an anonymous caller the session itself.
+   */
+  principal: string;
   /** Requests being served on it now (an open SSE stream counts while it is open). */
   active: number;
   /** When the client's GET stream went away, while it has not opened another. */
@@ -63,6 +70,11 @@ export interface SessionTableOptions {
   retryIntervalMs?: number;
   onSessionClosed?: (id: string, reason: SessionCloseReason) => void;
   report: (error: unknown) => void;
+}
+
+/** The principal an anonymous caller's 2025-era session is: the session itself. */
+export function anonymousSession(id: string): string {
+  return `anonymous:session:${id}`;
 }
 
 export class SessionTable {
@@ -165,7 +177,7 @@ export class SessionTable {
     this.#spare = this.#closing || !this.#perSession ? undefined : startOwnUpstreams(this.#options.gateway);
   }
 
-  async #take(principal: string): Promise<ClientSession> {
+  async #take(principal: string, once: boolean): Promise<ClientSession> {
     // Claim the spare before awaiting it: two initializes arriving together must not get the same one.
     const claimed = this.#spare;
     this.#warmSpare();
@@ -175,15 +187,25 @@ export class SessionTable {
       await Promise.all(own.map((upstream) => upstream.close()));
       own = undefined;
     }
-    return openClientSession(this.#options.gateway, { pool: this.pool, principal, ...(own ? { own } : {}) });
+    return openClientSession(this.#options.gateway, {
+      pool: this.pool,
+      principal,
+      once,
+      ...(own ? { own } : {}),
+    });
   }
 
+  /**
+   * Opens a session on `initialize`. `owner` is the caller its caps count
+   * against; `principal` the pool key of its bearer token, undefined for an
+   * anonymous caller, whose session is then its own principal.
+   */
   async open(
     req: IncomingMessage,
     res: ServerResponse,
     body: unknown,
     owner: string,
-    principal: string,
+    principal: string | undefined,
     authInfo?: AuthInfo,
   ) {
     // Counted and reserved before any await, so initializes arriving together cannot all pass the cap.
@@ -213,9 +235,15 @@ export class SessionTable {
       return;
     }
     this.#opening.set(owner, (this.#opening.get(owner) ?? 0) + 1);
+    const id = randomUUID();
+    // An anonymous session is a principal of its own: its own upstream set (so what an upstream
+    // asks reaches only this session's client), rate-limit buckets and artifacts, ended with it.
+    const anonymous = principal === undefined;
+    const pooled = principal ?? anonymousSession(id);
+    if (anonymous && authInfo?.extra) authInfo.extra.principal = pooled;
     let session: ClientSession;
     try {
-      session = await this.#take(principal);
+      session = await this.#take(pooled, anonymous);
     } catch (error) {
       const failure =
         error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
@@ -226,8 +254,7 @@ export class SessionTable {
       if (count > 0) this.#opening.set(owner, count);
       else this.#opening.delete(owner);
     }
-    const id = randomUUID();
-    const entry = this.#entry(id, session, owner);
+    const entry = this.#entry(id, session, owner, anonymous ? pooled : owner);
     // Known before the initialize is answered, so the client's next request finds it.
     this.#sessions.set(id, entry);
     await entry.serve(req, res, body, authInfo);
@@ -236,7 +263,12 @@ export class SessionTable {
   }
 
   /** A session's HTTP side, on the transport its options call for. */
-  #entry(id: string, session: ClientSession, owner: string): SessionEntry & { opened(): boolean } {
+  #entry(
+    id: string,
+    session: ClientSession,
+    owner: string,
+    principal: string,
+  ): SessionEntry & { opened(): boolean } {
     const { transport, serve, opened } = this.#options.resumable ? this.#resumable(id) : this.#direct(id);
     let reason: SessionCloseReason = 'ended';
     transport.onclose = () => {
@@ -248,6 +280,7 @@ export class SessionTable {
     const entry = {
       session,
       owner,
+      principal,
       active: 0,
       lastSeen: Date.now(),
       // The SDK's resumable transport keeps what it cannot deliver for the client's return.

@@ -23,14 +23,18 @@ import type { Upstream } from '../../upstreams/upstream.ts';
 
 /**
  * Stateless 2026-07-28 HTTP. Each request is served by a relay of its own,
- * over the upstream connections of its principal (the bearer token; anonymous
- * callers are one principal), which its 2025-era sessions share too
- * (pool.ts). The upstream cannot say which downstream request its
- * server-to-client requests and log messages belong to, so the gateway
- * attributes them to the principal's newest call in flight; keeping
- * connections per principal means a guess can only ever land with the same
- * principal, never with another's client. Each principal also has its own
- * listen streams, so change notifications stay within it too.
+ * over the upstream connections of its principal (the bearer token), which its
+ * 2025-era sessions share too (upstream-pool.ts). The upstream cannot say which
+ * downstream request its server-to-client requests and log messages belong
+ * to, so the gateway attributes them to the principal's newest call in flight;
+ * keeping connections per principal means a guess can only ever land with the
+ * same principal, never with another's client. Anonymous requests carry
+ * nothing that tells their clients apart, so they share one set that never
+ * guesses: an upstream message goes to a call only while it is the one
+ * running there, and a server-to-client request is refused while several are
+ * (`exclusive` in downstream.ts); their requestState is bound to their address.
+ * Each principal also has its own listen streams, so change notifications
+ * stay within it too.
  */
 
 export interface StatelessHttpOptions {
@@ -127,7 +131,7 @@ export class StatelessHttp {
   #session(principal: string, set: SharedSet): Promise<PrincipalSession> {
     const existing = this.#sessions.get(principal);
     if (existing?.set === set) return existing.session;
-    const session = this.#open(set).catch((error: unknown) => {
+    const session = this.#open(set, principal === '').catch((error: unknown) => {
       if (this.#sessions.get(principal)?.session === session) this.#sessions.delete(principal);
       throw error;
     });
@@ -143,7 +147,7 @@ export class StatelessHttp {
     return session;
   }
 
-  async #open(set: SharedSet): Promise<PrincipalSession> {
+  async #open(set: SharedSet, anonymous: boolean): Promise<PrincipalSession> {
     const { gateway, maxBodyBytes, onError } = this.#options;
     const own = await startOwnUpstreams(gateway);
     const upstreams = arrange(gateway, set.upstreams, own);
@@ -152,7 +156,11 @@ export class StatelessHttp {
       throw noneStarted(upstreams);
     }
     const capabilities = advertisedCapabilities(gateway, upstreams);
-    const downstream = new Downstream(upstreams, { maxParked: gateway.maxParkedCalls, shared: set.shared });
+    const downstream = new Downstream(upstreams, {
+      maxParked: gateway.maxParkedCalls,
+      shared: set.shared,
+      exclusive: anonymous,
+    });
     // Each request has a relay of its own: where the resources are is kept across them.
     const resourceOwners = new Map<string, Upstream>();
     const handler = createMcpHandler(
