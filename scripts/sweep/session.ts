@@ -13,6 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client, StreamableHTTPClientTransport, type Tool } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
+import { SAFE_ENVIRONMENT } from '../../src/gateway/upstreams/child-transport.ts';
 import { minimalValue } from './arguments.ts';
 import type { Outcome } from './classify.ts';
 
@@ -28,21 +29,8 @@ export type Mode = (typeof MODES)[number];
 export const TRANSPORTS = ['stdio', 'http'] as const;
 export type Transport = (typeof TRANSPORTS)[number];
 
-/** What an upstream inherits, as the gateway's proxy gives it (its safe base; see child-transport.ts). */
-const SAFE_NAMES = [
-  'PATH',
-  'HOME',
-  'USER',
-  'LOGNAME',
-  'SHELL',
-  'TERM',
-  'LANG',
-  'LANGUAGE',
-  'TZ',
-  'TMPDIR',
-  'TEMP',
-  'TMP',
-];
+/** What an upstream inherits, as the gateway's proxy gives it: the same safe base. */
+const SAFE_NAMES: readonly string[] = SAFE_ENVIRONMENT.posix;
 
 export function baseEnvironment(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};

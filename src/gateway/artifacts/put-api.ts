@@ -38,6 +38,7 @@ import { resolveDownload } from '../../artifacts/resolve-download.ts';
 import type { ArtifactService } from '../../artifacts/service.ts';
 import type { ResolvedGrant } from '../../artifacts/types.ts';
 import { describeErrorCode, EnvelopeError, type ErrorCode } from '../../errors/index.ts';
+import { sendJson as sendWholeJson } from '../http/reply.ts';
 import { artifactResourceUri } from './resources.ts';
 
 /** Where the API is served on its listener. */
@@ -87,20 +88,14 @@ function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
+/** A JSON reply no cache keeps: descriptors and refusals are each one caller's. */
 function sendJson(
   res: ServerResponse,
   status: number,
   body: unknown,
   headers: Record<string, string> = {},
 ): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(text)),
-    'cache-control': 'no-store',
-    ...headers,
-  });
-  res.end(text);
+  sendWholeJson(res, status, body, { 'cache-control': 'no-store', ...headers });
 }
 
 /**
