@@ -15,6 +15,7 @@ import { FIXTURE, initializeMessage, NODE } from './processes.ts';
 
 const A = 'token-a-0123456789abcdef';
 const B = 'token-b-0123456789abcdef';
+const C = 'token-c-0123456789abcdef';
 let gateway: HttpGateway | undefined;
 
 afterEach(async () => {
@@ -45,6 +46,7 @@ function start(options: { maxSessions: number; maxSessionsPerPrincipal?: number;
           tokens: [
             { token: A, tier: 'pro' },
             { token: B, tier: 'pro' },
+            { token: C, tier: 'pro' },
           ],
         }
       : {}),
@@ -93,6 +95,22 @@ describe('2025-era sessions over HTTP', () => {
     expect((await use(fromB, A)).status).toBe(404);
     expect((await use(fromB, A, 'DELETE')).status).toBe(404);
     expect((await use(fromB, B)).status).toBe(200);
+  });
+});
+
+describe('a full session table', () => {
+  it('makes room for a principal holding fewer, from the largest holder’s idle sessions', async () => {
+    gateway = await start({ maxSessions: 4, maxSessionsPerPrincipal: 2, tokens: true });
+    const url = gateway.url;
+    // A and B each at their cap: every session is taken, though only two principals hold them.
+    for (const token of [A, A, B, B]) expect((await initialize(url, token)).status).toBe(200);
+    expect(gateway.sessionCount()).toBe(4);
+    // C holds none: it is not kept out; one of the holders' idle sessions gives way.
+    expect((await initialize(url, C)).status).toBe(200);
+    expect(gateway.sessionCount()).toBe(4);
+    // Now C holds one and nobody more than one beyond it: no room at the others' expense.
+    expect((await initialize(url, C)).status).toBe(503);
+    expect(gateway.sessionCount()).toBe(4);
   });
 });
 

@@ -196,6 +196,28 @@ export class SessionTable {
   }
 
   /**
+   * With every session taken, a caller holding fewer than the largest holder
+   * gets room: that holder's least recently used idle session is ended. So a
+   * few principals at their per-principal cap (four of them fill the default
+   * 64) cannot keep everyone else out; sessions with a request running are
+   * never ended for it.
+   */
+  async #makeFairRoom(owner: string): Promise<void> {
+    const held = new Map<string, number>();
+    for (const entry of this.#sessions.values()) held.set(entry.owner, (held.get(entry.owner) ?? 0) + 1);
+    const mine = this.#held(owner);
+    let largest: string | undefined;
+    for (const [holder, count] of held) {
+      if (count > mine + 1 && (largest === undefined || count > (held.get(largest) ?? 0))) largest = holder;
+    }
+    if (largest === undefined) return;
+    const idle = [...this.#sessions.values()]
+      .filter((entry) => entry.owner === largest && entry.active === 0)
+      .sort((a, b) => a.lastSeen - b.lastSeen)[0];
+    if (idle) await idle.end('evicted');
+  }
+
+  /**
    * Opens a session on `initialize`. `owner` is the caller its caps count
    * against; `principal` the pool key of its bearer token, undefined for an
    * anonymous caller, whose session is then its own principal.
@@ -210,7 +232,9 @@ export class SessionTable {
   ) {
     // Counted and reserved before any await, so initializes arriving together cannot all pass the cap.
     const pending = [...this.#opening.values()].reduce((sum, count) => sum + count, 0);
-    if (this.#sessions.size + pending >= this.#maxSessions) {
+    if (this.#sessions.size + pending >= this.#maxSessions) await this.#makeFairRoom(owner);
+    const opened = [...this.#opening.values()].reduce((sum, count) => sum + count, 0);
+    if (this.#sessions.size + opened >= this.#maxSessions) {
       sendError(
         res,
         new EnvelopeError('RESOURCE_EXHAUSTED', 'Too many open sessions', { max: this.#maxSessions }),
