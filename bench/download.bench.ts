@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { FolderArtifactStore } from '../src/artifacts/folder-store.ts';
-import { freePort } from './support.ts';
+import { freePort, memoryOf, waitForLine } from './support.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const NODE = process.execPath;
@@ -35,35 +35,9 @@ function cleanUp(): void {
   rmSync(work, { recursive: true, force: true });
 }
 
-/** Resolves with the first match of `pattern` in what the child writes on stderr. */
-function waitForLine(child: ChildProcess, pattern: RegExp, what: string): Promise<RegExpExecArray> {
-  let text = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what} did not start:\n${text}`)), 30_000);
-    child.stderr?.setEncoding('utf8');
-    child.stderr?.on('data', (chunk: string) => {
-      text += chunk;
-      const match = pattern.exec(text);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${what} exited with ${code}:\n${text}`));
-    });
-  });
-}
-
 /** VmHWM (peak resident memory) of a process, in bytes. */
 function peakRss(pid: number): number | undefined {
-  try {
-    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) * 1024 : undefined;
-  } catch {
-    return undefined;
-  }
+  return memoryOf(pid, 'VmHWM');
 }
 
 /** CPU seconds (user + system) a process has used so far. */
