@@ -312,7 +312,7 @@ export class SchemaRegistry {
     }
     const anonymous = stripId(schema, draft);
     try {
-      const validator = wrap(ajv.compile(anonymous), fingerprint);
+      const validator = withPatternBudget(wrap(ajv.compile(anonymous), fingerprint), schema);
       this.byFingerprint.set(fingerprint, validator);
       return validator;
     } catch (error) {
@@ -360,6 +360,72 @@ function stripId(schema: AnySchema, draft: SchemaDraft): AnySchema {
   if (typeof schema !== 'object' || schema === null || !(key in schema)) return schema;
   const { [key]: _ignored, ...rest } = schema as Record<string, unknown>;
   return rest;
+}
+
+/**
+ * Most key-against-pattern tests one validation may cost: each member of an
+ * object is tested against every `patternProperties` name of the schema, so
+ * 200 patterns against 50,000 members held the event loop for 1.9 s. About a
+ * tenth of a second of RE2 work.
+ */
+export const MAX_PATTERN_TESTS = 500_000;
+
+/** How many `patternProperties` names a schema holds, in all its subschemas. */
+function patternPropertiesCount(schema: unknown): number {
+  let count = 0;
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    const named = (node as Record<string, unknown>).patternProperties;
+    if (!Array.isArray(node) && typeof named === 'object' && named !== null)
+      count += Object.keys(named).length;
+    for (const child of Object.values(node)) stack.push(child);
+  }
+  return count;
+}
+
+/** The most members any one object in `value` has, walked iteratively; stops once past `limit`. */
+function widestObject(value: unknown, limit: number): number {
+  let widest = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0 && widest <= limit) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    const children = Array.isArray(node) ? node : Object.values(node);
+    if (!Array.isArray(node)) widest = Math.max(widest, children.length);
+    for (const child of children) if (typeof child === 'object' && child !== null) stack.push(child);
+  }
+  return widest;
+}
+
+/**
+ * A value whose widest object, tested against every `patternProperties` name
+ * of the schema, would cost more than MAX_PATTERN_TESTS is refused before Ajv
+ * runs, as invalid, with the counts that say why: the check's cost is bounded
+ * by the schema's patterns, not by what a caller sends.
+ */
+function withPatternBudget(validator: Validator, schema: unknown): Validator {
+  const patterns = patternPropertiesCount(schema);
+  if (patterns === 0) return validator;
+  const maxMembers = Math.floor(MAX_PATTERN_TESTS / patterns);
+  const bounded = (value: unknown): ValidationResult => {
+    const widest = widestObject(value, maxMembers);
+    if (widest <= maxMembers) return validator(value);
+    return {
+      valid: false,
+      issues: [
+        {
+          pointer: '',
+          keyword: 'patternProperties',
+          schemaPath: '#',
+          message: `has an object of more than ${maxMembers} members, more than can be checked against the schema's ${patterns} property patterns`,
+          params: { patterns, max_members: maxMembers },
+        },
+      ],
+    };
+  };
+  return Object.assign(bounded, { fingerprint: validator.fingerprint });
 }
 
 function wrap(compiled: ValidateFunction, fingerprint: string): Validator {

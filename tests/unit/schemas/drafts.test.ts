@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EnvelopeError } from '../../../src/errors/index.ts';
-import { SchemaRegistry, schemaDraftOf } from '../../../src/schemas/registry.ts';
+import { MAX_PATTERN_TESTS, SchemaRegistry, schemaDraftOf } from '../../../src/schemas/registry.ts';
 
 /**
  * Real servers declare their schemas in the draft their generator writes: the v1
@@ -123,5 +123,27 @@ describe('schemas in every draft a real server uses', () => {
       ).toBe(false);
       expect(validate([1, '1', [1], { a: 1 }, null, 'null']).valid).toBe(true);
     }
+  });
+
+  it('refuses, before any pattern runs, an object too wide to check against many patternProperties', () => {
+    const registry = new SchemaRegistry();
+    const patternProperties = Object.fromEntries(
+      Array.from({ length: 200 }, (_, i) => [`^p${i}_[a-z]+$`, { type: 'string' }]),
+    );
+    const validate = registry.validatorForSchema({
+      type: 'object',
+      properties: { m: { type: 'object', patternProperties } },
+    });
+    // 200 patterns against 50,000 members held the event loop for 1.9 s.
+    const wide = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, 'x']));
+    const refused = validate({ m: wide });
+    expect(refused.valid).toBe(false);
+    expect(refused.issues[0]).toMatchObject({
+      keyword: 'patternProperties',
+      params: { patterns: 200, max_members: MAX_PATTERN_TESTS / 200 },
+    });
+    // Within the budget, the patterns are checked as the schema says.
+    expect(validate({ m: { p3_abc: 'x', other: 1 } }).valid).toBe(true);
+    expect(validate({ m: { p3_abc: 1 } }).valid).toBe(false);
   });
 });
