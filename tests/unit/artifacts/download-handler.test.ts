@@ -428,6 +428,27 @@ describe('bytes that do not match the digest they are served under', () => {
     expect(codes).toEqual(Array(4).fill('ARTIFACT_INTEGRITY_FAILED'));
   });
 
+  it('are caught after earlier downloads verified the file: a write changes what was verified', async () => {
+    const size = 3 * 1024 * 1024;
+    const bytes = randomBytes(size);
+    const { url, info } = await grant(bytes);
+    // Verified whole once; the next downloads of the unchanged file are not hashed again.
+    for (const range of [undefined, 'bytes=1024-2047']) {
+      const response = await fetch(url, range ? { headers: { range } } : {});
+      const body = Buffer.from(await response.arrayBuffer());
+      expect(body.equals(range ? bytes.subarray(1024, 2048) : bytes), range).toBe(true);
+    }
+    // Rewritten in place, same size: its change time moved, so it is hashed again, and refused.
+    rewrite(info.digest, size - 100, 10);
+    for (const range of [undefined, 'bytes=1024-2047']) {
+      const got = await fetch(url, range ? { headers: { range } } : {}).then(received, () => ({
+        bytes: 0,
+        cut: true,
+      }));
+      expect(got.cut, range).toBe(true);
+    }
+  });
+
   it('cut a small file before any byte of it goes out', async () => {
     const { url, info } = await grant(Buffer.from('a small document'));
     rewrite(info.digest, 0, 1);
