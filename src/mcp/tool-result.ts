@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { parseJson, parseJsonLossless } from '../canonical/json-text.ts';
+import { parseJsonLossless } from '../canonical/json-text.ts';
 import { isJsonObject } from '../canonical/json-value.ts';
 import { EnvelopeError } from '../errors/index.ts';
 
@@ -28,41 +28,6 @@ export interface ToolResultLike {
   structuredContent?: unknown;
   isError?: boolean;
   _meta?: Record<string, unknown>;
-}
-
-export interface EnvelopeToToolResultOptions {
-  isError?: boolean;
-  /** The exact JSON text to carry, when the envelope arrived as text (kept byte for byte). */
-  text?: string;
-  /** Entries for the result's `_meta`. */
-  meta?: Record<string, unknown>;
-}
-
-export function envelopeToToolResult(
-  envelope: Record<string, unknown>,
-  options: EnvelopeToToolResultOptions = {},
-): CallToolResult {
-  const result: CallToolResult = {
-    content: [{ type: 'text', text: options.text ?? JSON.stringify(envelope) }],
-    structuredContent: envelope,
-  };
-  if (options.isError) result.isError = true;
-  if (options.meta && Object.keys(options.meta).length > 0) result._meta = { ...options.meta };
-  return result;
-}
-
-/**
- * Any value as a CallToolResult: an object as an envelope (structured and as
- * text); anything else (the `legacy` dialect's bare payloads) as text only,
- * since `structuredContent` must be an object.
- */
-export function valueToToolResult(value: unknown, options: EnvelopeToToolResultOptions = {}): CallToolResult {
-  if (isJsonObject(value)) return envelopeToToolResult(value, options);
-  const text = options.text ?? (typeof value === 'string' ? value : JSON.stringify(value ?? null));
-  const result: CallToolResult = { content: [{ type: 'text', text }] };
-  if (options.isError) result.isError = true;
-  if (options.meta && Object.keys(options.meta).length > 0) result._meta = { ...options.meta };
-  return result;
 }
 
 /** The `_meta` keys the gateway and the pipeline own; a tool's members go beside them. */
@@ -155,29 +120,6 @@ export type ToolResultPayload =
   | { source: 'text'; value: string; text: string }
   | { source: 'content'; value: unknown[] }
   | { source: 'empty'; value: null };
-
-function looksLikeJson(text: string): boolean {
-  const first = text.trimStart()[0];
-  return (
-    first === '{' ||
-    first === '[' ||
-    first === '"' ||
-    first === '-' ||
-    (first !== undefined && first >= '0' && first <= '9') ||
-    /^\s*(?:true|false|null)\s*$/.test(text)
-  );
-}
-
-/** Parses text that is strict JSON; undefined for anything else (never throws on bad JSON). */
-export function parseJsonText(text: string): { value: unknown } | undefined {
-  if (!looksLikeJson(text)) return undefined;
-  try {
-    return { value: parseJson(text) };
-  } catch (error) {
-    if (error instanceof EnvelopeError) return undefined;
-    throw error;
-  }
-}
 
 function singleText(content: unknown): string | undefined {
   if (!Array.isArray(content) || content.length !== 1) return undefined;

@@ -3,7 +3,7 @@ import { codecFor } from '../../../src/envelope/dialects/index.ts';
 import type { NormalizedResult, RateLimitInfo } from '../../../src/envelope/model.ts';
 import { describeErrorCode } from '../../../src/errors/index.ts';
 import { readToolResult } from '../../../src/mcp/read-tool-result.ts';
-import { valueToToolResult } from '../../../src/mcp/tool-result.ts';
+import { composeToolResult } from '../../../src/mcp/tool-result.ts';
 
 /**
  * The auth and rate-limit errors in every result dialect that carries errors:
@@ -61,7 +61,9 @@ describe('auth and rate-limit errors in every dialect', () => {
 
       it(`${code} in ${dialect} reads back through readToolResult`, () => {
         const { value } = codecFor(dialect).encode(failure(code), { tool: 'fill_template' });
-        const read = readToolResult(valueToToolResult(value, { isError: true }));
+        const read = readToolResult(
+          composeToolResult({ envelope: value as Record<string, unknown>, isError: true, meta: {} }),
+        );
         expect(read.dialect).toBe(dialect);
         expect(read.ok).toBe(false);
         if (read.ok) return;
