@@ -16,13 +16,12 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { FolderArtifactStore } from '../src/artifacts/folder-store.ts';
-import { freePort, memoryOf, waitForLine } from './support.ts';
+import { freePort, memoryOf, NGINX, startNginx, waitForLine } from './support.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const NODE = process.execPath;
 const GATEWAY = fileURLToPath(new URL('../bin/mcp-envelope', import.meta.url));
 const UPSTREAM = fileURLToPath(new URL('../tests/fixtures/servers/everything.ts', import.meta.url));
-const NGINX = '/usr/sbin/nginx';
 const SIZE_MB = 100;
 const SIZE = SIZE_MB * 1024 * 1024;
 const ROUNDS = 8;
@@ -88,46 +87,6 @@ async function startGateway(): Promise<{ child: ChildProcess; origin: string; di
   return { child, origin: new URL(url as string).origin, dir };
 }
 
-async function startNginx(site: string): Promise<string> {
-  const port = await freePort();
-  const temp = join(work, 'nginx');
-  mkdirSync(temp);
-  const conf = join(temp, 'nginx.conf');
-  writeFileSync(
-    conf,
-    `daemon off;
-master_process off;
-worker_processes 1;
-error_log ${temp}/err.log;
-pid ${temp}/nginx.pid;
-events {}
-http {
-  access_log off;
-  sendfile on;
-  client_body_temp_path ${temp}/body;
-  proxy_temp_path ${temp}/proxy;
-  fastcgi_temp_path ${temp}/fastcgi;
-  server { listen 127.0.0.1:${port}; root ${site}; }
-}
-`,
-  );
-  const child = spawn(NGINX, ['-c', conf, '-p', temp], { stdio: ['ignore', 'ignore', 'pipe'] });
-  children.push(child);
-  // nginx says nothing when it is up: wait until it answers.
-  for (let attempt = 0; attempt < 200; attempt++) {
-    if (child.exitCode !== null)
-      throw new Error(`nginx exited with ${child.exitCode}: ${readFileSync(`${temp}/err.log`, 'utf8')}`);
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}/`, { method: 'HEAD' });
-      await response.arrayBuffer();
-      return `http://127.0.0.1:${port}`;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-  throw new Error('nginx did not answer');
-}
-
 try {
   const gateway = await startGateway();
   // Stored as a producer in another process would: through the gateway's folder and ledger file.
@@ -160,7 +119,9 @@ try {
       join(gateway.dir, 'data', 'artifacts', 'blobs', info.digest.slice(0, 2), info.digest),
       join(site, 'big.bin'),
     );
-    nginx = `${await startNginx(site)}/big.bin`;
+    const server = await startNginx(site, work);
+    children.push(server.child);
+    nginx = `http://127.0.0.1:${server.port}/big.bin`;
     await fetchWhole(nginx); // warm-up
   }
   await fetchWhole(ours); // warm-up

@@ -20,12 +20,11 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { FolderArtifactStore } from '../src/artifacts/folder-store.ts';
-import { freePort, memoryOf, waitForLine } from './support.ts';
+import { freePort, memoryOf, NGINX, startNginx, waitForLine } from './support.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const GATEWAY = fileURLToPath(new URL('../bin/mcp-envelope', import.meta.url));
 const UPSTREAM = fileURLToPath(new URL('../tests/fixtures/servers/everything.ts', import.meta.url));
-const NGINX = '/usr/sbin/nginx';
 const READERS = 1500;
 const BODIES = 300;
 const SIZE_MB = 32;
@@ -97,28 +96,6 @@ async function startGateway(): Promise<{ child: ChildProcess; port: number; dir:
   return { child, port, dir };
 }
 
-async function startNginx(site: string): Promise<{ child: ChildProcess; port: number }> {
-  const port = await freePort();
-  const temp = join(work, 'nginx');
-  mkdirSync(temp);
-  const conf = join(temp, 'nginx.conf');
-  writeFileSync(
-    conf,
-    `daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log ${temp}/err.log;\npid ${temp}/nginx.pid;\nevents { worker_connections 4096; }\nhttp { access_log off; sendfile on; client_body_temp_path ${temp}/body; proxy_temp_path ${temp}/proxy; fastcgi_temp_path ${temp}/fastcgi; server { listen 127.0.0.1:${port}; root ${site}; } }\n`,
-  );
-  const child = spawn(NGINX, ['-c', conf, '-p', temp], { stdio: ['ignore', 'ignore', 'pipe'] });
-  children.push(child);
-  for (let attempt = 0; attempt < 200; attempt++) {
-    try {
-      await (await fetch(`http://127.0.0.1:${port}/`, { method: 'HEAD' })).arrayBuffer();
-      return { child, port };
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-  throw new Error('nginx did not answer');
-}
-
 try {
   const gateway = await startGateway();
   const store = FolderArtifactStore.open({
@@ -157,7 +134,8 @@ try {
       join(gateway.dir, 'data', 'artifacts', 'blobs', info.digest.slice(0, 2), info.digest),
       join(site, 'big.bin'),
     );
-    const nginx = await startNginx(site);
+    const nginx = await startNginx(site, work);
+    children.push(nginx.child);
     const nginxPid = nginx.child.pid as number;
     const nginxIdle = memoryOf(nginxPid, 'VmRSS');
     await Promise.all(Array.from({ length: READERS }, () => stalledReader(nginx.port, '/big.bin')));

@@ -1,7 +1,8 @@
 /** Helpers the benches share. */
-import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 
 /** The q-quantile of ascending `sorted` (nearest rank). */
 export function quantile(sorted: number[], q: number): number {
@@ -50,4 +51,50 @@ export function memoryOf(pid: number, field: 'VmHWM' | 'VmRSS'): number | undefi
   } catch {
     return undefined;
   }
+}
+
+/** Where nginx is looked for; a bench without it says so and skips its peer. */
+export const NGINX = '/usr/sbin/nginx';
+
+/**
+ * nginx serving `site` on a free loopback port (sendfile on, no access log),
+ * its files under `work`, answering before this resolves. The caller kills `child`.
+ */
+export async function startNginx(site: string, work: string): Promise<{ child: ChildProcess; port: number }> {
+  const port = await freePort();
+  const temp = join(work, 'nginx');
+  mkdirSync(temp);
+  const conf = join(temp, 'nginx.conf');
+  writeFileSync(
+    conf,
+    `daemon off;
+master_process off;
+worker_processes 1;
+error_log ${temp}/err.log;
+pid ${temp}/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  client_body_temp_path ${temp}/body;
+  proxy_temp_path ${temp}/proxy;
+  fastcgi_temp_path ${temp}/fastcgi;
+  server { listen 127.0.0.1:${port}; root ${site}; }
+}
+`,
+  );
+  const child = spawn(NGINX, ['-c', conf, '-p', temp], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // nginx says nothing when it is up: wait until it answers.
+  for (let attempt = 0; attempt < 200; attempt++) {
+    if (child.exitCode !== null)
+      throw new Error(`nginx exited with ${child.exitCode}: ${readFileSync(`${temp}/err.log`, 'utf8')}`);
+    try {
+      await (await fetch(`http://127.0.0.1:${port}/`, { method: 'HEAD' })).arrayBuffer();
+      return { child, port };
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  child.kill('SIGKILL');
+  throw new Error('nginx did not answer');
 }
