@@ -27,17 +27,39 @@ afterAll(async () => {
   await gateway?.stop();
 });
 
+type Era = '2025-11-25' | '2026-07-28';
+
+/** A stateless 2026-07-28 request carries what a session would have said in its own headers and `_meta`. */
+const STATELESS_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+
 /** POSTs a call for a large answer on a raw connection and reads only the reply's first bytes. */
-function unreadCall(id: number): Promise<string> {
+function unreadCall(id: number, era: Era): Promise<string> {
   const url = new URL(gateway.url);
+  const stateless = era === '2026-07-28';
   const body = JSON.stringify({
     jsonrpc: '2.0',
     id,
     method: 'tools/call',
-    params: { name: 'blob', arguments: { bytes: ANSWER_BYTES } },
+    params: {
+      name: 'blob',
+      arguments: { bytes: ANSWER_BYTES },
+      ...(stateless ? { _meta: STATELESS_META } : {}),
+    },
   });
   const headers = Object.entries({
-    ...session.headers(),
+    ...(stateless
+      ? {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': 'blob',
+        }
+      : session.headers()),
     host: url.host,
     'content-length': String(body.length),
   })
@@ -56,12 +78,12 @@ function unreadCall(id: number): Promise<string> {
   });
 }
 
-describe('replies nobody reads', () => {
+describe.each<Era>(['2025-11-25', '2026-07-28'])('replies nobody reads (%s)', (era) => {
   it('count against the answer budget until they leave: past it, a call is RESOURCE_EXHAUSTED', async () => {
     let refused: string | undefined;
     // 30 MiB each against a 192 MiB budget: well within twenty, one is refused.
     for (let id = 10; id < 30 && refused === undefined; id++) {
-      const head = await unreadCall(id);
+      const head = await unreadCall(id, era);
       if (head.includes('RESOURCE_EXHAUSTED')) refused = head;
     }
     expect(refused).toBeDefined();

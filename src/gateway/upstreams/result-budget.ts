@@ -52,6 +52,10 @@ export class ResultBudget {
   /** Holds `bytes` here and in every enclosing budget, or throws RESOURCE_EXHAUSTED naming the one that is full. */
   reserve(bytes: number): Reservation {
     this.#take(bytes);
+    return this.#reservation(bytes);
+  }
+
+  #reservation(bytes: number): Reservation {
     let held = bytes;
     let released = false;
     return {
@@ -70,6 +74,18 @@ export class ResultBudget {
         this.#give(held);
       },
     };
+  }
+
+  /**
+   * Holds `bytes` even past the limit: for an answer already admitted changing
+   * hands (leaving the upstream's reservation for a reply not yet sent), so the
+   * overdraw is at most the answers in hand-over, and new answers are refused
+   * until it is paid back.
+   */
+  hold(bytes: number): Reservation {
+    for (let budget: ResultBudget | undefined = this; budget; budget = budget.parent)
+      budget.#inFlight += bytes;
+    return this.#reservation(bytes);
   }
 
   #take(bytes: number): void {

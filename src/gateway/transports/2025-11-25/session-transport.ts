@@ -14,6 +14,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../../errors/index.ts';
 import { sendJson } from '../../http/reply.ts';
+import { COUNTED_REPLY_BYTES, countUnreadBytes } from '../../http/unread-bound.ts';
 import { errorResponse, requestIdOf, rpcErrorMessage, withCanonicalCode } from '../../jsonrpc/messages.ts';
 import { admitOutgoing, droppedReport, MAX_QUEUED_BYTES } from '../../relay/downstream.ts';
 import { processResultBudget, type Reservation } from '../../upstreams/result-budget.ts';
@@ -53,9 +54,6 @@ interface Outgoing {
   res: ServerResponse;
   dropped: number;
 }
-
-/** Replies from this size on are counted until they have left the process. */
-export const COUNTED_REPLY_BYTES = 64 * 1024;
 
 /**
  * The process's answer budget held for a reply's bytes until it has been
@@ -377,6 +375,7 @@ export class SessionTransport implements Transport {
     }
     res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': this.sessionId });
     res.flushHeaders();
+    countUnreadBytes(res);
     const stream = { res, keepAlive: this.#keepAlive(res), dropped: 0 };
     this.#standalone = stream;
     this.onstreamchange?.(true);
@@ -399,6 +398,7 @@ export class SessionTransport implements Transport {
   #startStream(exchange: Exchange): void {
     exchange.streaming = true;
     exchange.res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': this.sessionId });
+    countUnreadBytes(exchange.res);
     exchange.keepAlive = this.#keepAlive(exchange.res);
     for (const response of exchange.answered) exchange.res.write(sseEvent(response));
     exchange.answered = [];
