@@ -24,6 +24,8 @@ export type ValidationMode = 'enforce' | 'warn' | 'off';
 export type { ReturnMode };
 export type InvalidInputForm = 'result' | 'jsonrpc-error';
 export type ProvenanceMode = 'minimal' | 'full';
+/** `auto`: the newest revision the upstream speaks (probed once); otherwise the one revision pinned. */
+export type UpstreamProtocol = 'auto' | '2025-11-25' | '2026-07-28';
 /** `shared`: one upstream process serves a principal's 2025-era HTTP sessions; `per-session`: one each. */
 export type UpstreamSharing = 'shared' | 'per-session';
 /** `shared`: the gateway's artifact store is the upstream's too (passed in its environment); `own`: not. */
@@ -75,6 +77,7 @@ export const CONFIG_DEFAULTS = deepFreeze({
       factor: UPSTREAM.restart.properties.factor.default,
       maxAttempts: UPSTREAM.restart.properties.maxAttempts.default,
     },
+    protocol: UPSTREAM.protocol.default as UpstreamProtocol,
     sharing: UPSTREAM.sharing.default as UpstreamSharing,
     artifacts: UPSTREAM.artifacts.default as UpstreamArtifacts,
   },

@@ -13,6 +13,7 @@ import { UpstreamStatusBoard } from './operations/upstream-status.ts';
 import type { GatewayOptions } from './relay/client-session.ts';
 import { type StdioGateway, serveGatewayOnStdio } from './transports/stdio/serve-stdio.ts';
 import { KILL_GRACE_MS, killAllUpstreams } from './upstreams/child-transport.ts';
+import { EraMemory } from './upstreams/protocol-era.ts';
 import { credentialsOf, rememberCredentials } from './upstreams/redact.ts';
 import type { UpstreamOptions, UpstreamSpec } from './upstreams/upstream.ts';
 
@@ -90,13 +91,15 @@ function upstreamSpec(upstream: UpstreamConfig, putApi?: PutApi): UpstreamSpec {
   return { ...spec, env: (starting) => ({ ...transport.env, ...putApi.environmentFor(starting) }) };
 }
 
-function upstreamOptions(upstream: UpstreamConfig): UpstreamOptions {
+function upstreamOptions(upstream: UpstreamConfig, eras: EraMemory): UpstreamOptions {
   const tools: Record<string, number> = {};
   for (const tool of Object.keys(upstream.timeouts.tools)) tools[tool] = callTimeoutMs(upstream, tool);
   return {
     timeoutMs: upstream.timeouts.callMs,
     startTimeoutMs: upstream.timeouts.startMs,
     toolTimeoutsMs: tools,
+    protocol: upstream.protocol,
+    eras,
     restart: upstream.restart.enabled
       ? {
           maxRestarts: upstream.restart.maxAttempts,
@@ -230,11 +233,13 @@ export async function startGateway(
       );
     },
   });
+  // What each upstream speaks, learned once for every connection to it.
+  const eras = new EraMemory();
   const gatewayOptions = (transport: 'stdio' | 'http', route: string | null): GatewayOptions => ({
     upstreams: config.upstreams.map((upstream) => ({
       ...upstreamSpec(upstream, putApi),
       sharing: upstream.sharing,
-      options: upstreamOptions(upstream),
+      options: upstreamOptions(upstream, eras),
     })),
     toolCallHandler: enforcement.handler(transport, route),
     outputSchemaFor: (tool, upstream) => enforcement.outputSchemaFor(tool, upstream),

@@ -377,9 +377,14 @@ const probe = (name: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-/** An upstream that exits at once, noting when each start was in `<dir>/<name>.starts`. */
+/**
+ * An upstream that exits at once, noting when each start was in `<dir>/<name>.starts`.
+ * Pinned to the 2025 handshake, so each start is one process: probing an upstream
+ * that has not answered yet costs a second one (see `upstreams[].protocol`).
+ */
 const failing = (dir: string, name: string, restart: Record<string, unknown>) => ({
   name,
+  protocol: '2025-11-25',
   stdio: {
     command: 'node',
     args: [
@@ -1056,6 +1061,41 @@ describe('ledger and logs', () => {
     expect(unnamed.filter((file) => /calls-desk-1/.test(file))).toEqual([]);
     expect(unnamed.filter((file) => /^gateway\/calls-.+-\d+\.latest\.jsonl$/.test(file))).toHaveLength(1);
   });
+});
+
+// ---------------------------------------------------------------------------
+// The protocol revision spoken to an upstream
+
+const MODERN_ONLY = fileURLToPath(new URL('../fixtures/servers/modern-only.ts', import.meta.url));
+
+describe('upstreams[].protocol', () => {
+  proves(
+    ['upstreams[].protocol'],
+    'protocol: auto speaks 2026-07-28 to a server that speaks only that; a pin to 2025-11-25 cannot start it',
+    async () => {
+      const gateway = await startStdio(folder('protocol'), {
+        upstreams: [
+          { name: 'probed', stdio: { command: 'node', args: [MODERN_ONLY] }, dialect: 'passthrough' },
+          {
+            name: 'pinned',
+            stdio: { command: 'node', args: [MODERN_ONLY] },
+            protocol: '2025-11-25',
+            restart: { enabled: false },
+          },
+          probe('legacy', { protocol: '2026-07-28', restart: { enabled: false } }),
+        ],
+        listen: { stdio: true },
+      });
+      try {
+        const answer = await gateway.call('probed__echo', { text: 'spoken to in 2026-07-28' });
+        expect(answer.content).toEqual([{ type: 'text', text: 'spoken to in 2026-07-28' }]);
+        await gateway.waitFor(/upstream pinned did not start: .*protocol 2025-11-25 only/);
+        await gateway.waitFor(/upstream legacy did not start: .*protocol 2026-07-28 only/);
+      } finally {
+        await gateway.stop();
+      }
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------

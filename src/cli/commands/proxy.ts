@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
 import { EnvelopeError } from '../../errors/index.ts';
-import { CONFIG_DEFAULTS } from '../../gateway/defaults.ts';
+import { CONFIG_DEFAULTS, type UpstreamProtocol } from '../../gateway/defaults.ts';
 import { UPSTREAM_DIALECTS } from '../../gateway/operations/config.ts';
 import { type Registrar, runs } from '../command.ts';
 import { EXIT } from '../output.ts';
@@ -9,6 +9,7 @@ import { parseListen } from './listen.ts';
 
 interface ProxyOptions {
   dialect: string;
+  protocol: string;
   http?: string;
   stdio?: boolean;
   deterministicIds?: string;
@@ -116,6 +117,11 @@ export const registerProxy: Registrar = (program, invocation) => {
     .argument('<command>', 'the upstream server command (after --)')
     .argument('[args...]', 'its arguments')
     .option('--dialect <dialect>', 'envelope dialect for tool results, or passthrough', 'passthrough')
+    .option(
+      '--protocol <revision>',
+      'the protocol revision spoken to the upstream: auto (the newest it speaks), 2025-11-25 or 2026-07-28',
+      CONFIG_DEFAULTS.upstream.protocol,
+    )
     .option('--http <host:port>', 'serve Streamable HTTP at http://HOST:PORT/mcp')
     .option('--stdio', 'serve on stdio (the default without --http; with --http, serve both)')
     .option('--deterministic-ids <seed>', 'derive run and request ids from SEED (reproducible output)')
@@ -169,6 +175,7 @@ export const registerProxy: Registrar = (program, invocation) => {
                 name,
                 stdio: { command, args, cwd: io.cwd, env: upstreamEnv(options.env ?? [], io.env) },
                 dialect: options.dialect,
+                protocol: options.protocol as UpstreamProtocol,
                 timeouts: { callMs: positiveInt(options.timeout, '--timeout') },
                 validation: { invalidInput: options.invalidInput },
               },

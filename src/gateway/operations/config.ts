@@ -34,6 +34,7 @@ import {
   type ReturnMode,
   type UpstreamArtifacts,
   type UpstreamDialect,
+  type UpstreamProtocol,
   type UpstreamSharing,
   type ValidationMode,
 } from '../defaults.ts';
@@ -46,6 +47,7 @@ export {
   UPSTREAM_DIALECTS,
   type UpstreamArtifacts,
   type UpstreamDialect,
+  type UpstreamProtocol,
   type UpstreamSharing,
   type ValidationMode,
 } from '../defaults.ts';
@@ -89,6 +91,8 @@ export interface UpstreamConfig {
     factor: number;
     maxAttempts: number;
   };
+  /** The protocol revision spoken to the upstream: `auto` (probed) or pinned. */
+  protocol: UpstreamProtocol;
   /** How the upstream's processes are shared among 2025-era HTTP sessions. */
   sharing: UpstreamSharing;
   /** Whether the gateway's artifact store is the upstream's too. */
@@ -541,6 +545,7 @@ function resolveUpstream(
     // Filled in by resolveTiers, which sees every upstream at once.
     tiers: { tools: {} },
     restart,
+    protocol: upstream.protocol ?? defaults.protocol,
     sharing: upstream.sharing ?? defaults.sharing,
     artifacts: upstream.artifacts ?? defaults.artifacts,
   };
@@ -649,6 +654,7 @@ interface RawUpstream {
     factor?: number;
     maxAttempts?: number;
   };
+  protocol?: UpstreamProtocol;
   sharing?: UpstreamSharing;
   artifacts?: UpstreamArtifacts;
 }

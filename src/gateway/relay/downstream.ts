@@ -11,7 +11,7 @@ import type {
 import { canonicalize } from '../../canonical/index.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { ANY_RESULT, toProtocolError } from '../jsonrpc/messages.ts';
-import type { Upstream, UpstreamRequestOptions } from '../upstreams/upstream.ts';
+import type { ClientIdentity, Upstream, UpstreamRequestOptions } from '../upstreams/upstream.ts';
 import { InputRounds, type Progress, ROUND_METHODS } from './input-required.ts';
 import type { SharedUpstreams } from './shared-upstreams.ts';
 
@@ -292,12 +292,14 @@ export class Downstream {
     method: string,
     params: Record<string, unknown> | undefined,
     ctx: ServerContext,
+    client?: ClientIdentity,
   ): Promise<Result> {
     const shared = this.#shared?.has(upstream) ? this.#shared : undefined;
     if (shared && (method === 'resources/subscribe' || method === 'resources/unsubscribe'))
       return shared.subscription(upstream, this, method, params);
     if (shared && method === 'logging/setLevel') return shared.setLevel(upstream, this, params);
-    const send = (options: UpstreamRequestOptions): Promise<Result> => {
+    const send = (own: UpstreamRequestOptions): Promise<Result> => {
+      const options = client ? { ...own, client } : own;
       if (!shared) return upstream.request(method, params, options);
       const done = shared.begin(upstream, this);
       return upstream.request(method, params, options).finally(done);

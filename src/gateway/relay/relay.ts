@@ -1,6 +1,7 @@
 import type {
   AuthInfo,
   CallToolResult,
+  ClientCapabilities,
   Implementation,
   JSONRPCRequest,
   Notification,
@@ -9,13 +10,18 @@ import type {
   ServerContext,
   Tool,
 } from '@modelcontextprotocol/server';
-import { ProtocolError, Server } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  ProtocolError,
+  Server,
+} from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
 import { RESULT_SCHEMA_META_KEY } from '../../mcp/tool-result.ts';
 import { PACKAGE_VERSION } from '../../version.ts';
 import { toProtocolError } from '../jsonrpc/messages.ts';
 import { collectPages } from '../jsonrpc/pagination.ts';
-import type { Upstream } from '../upstreams/upstream.ts';
+import type { ClientIdentity, Upstream } from '../upstreams/upstream.ts';
 import { connectionSink, Downstream, isStatelessEra } from './downstream.ts';
 import { NAMESPACE_SEPARATOR } from './namespace.ts';
 import type { SharedUpstreams } from './shared-upstreams.ts';
@@ -221,7 +227,23 @@ export class Relay {
     params: Record<string, unknown> | undefined,
     ctx: ServerContext,
   ): Promise<Result> {
-    return this.downstream.forward(upstream, method, params, ctx);
+    return this.downstream.forward(upstream, method, params, ctx, this.#client(ctx));
+  }
+
+  /**
+   * Who the client is, for the upstreams that are told per request
+   * (2026-07-28): what a stateless request says in its own `_meta`, else what
+   * the client said at initialize.
+   */
+  #client(ctx: ServerContext): ClientIdentity {
+    const envelope = (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope;
+    if (envelope) {
+      return {
+        info: envelope[CLIENT_INFO_META_KEY] as Implementation | undefined,
+        capabilities: envelope[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined,
+      };
+    }
+    return { info: this.server.getClientVersion(), capabilities: this.server.getClientCapabilities() };
   }
 
   #split(name: unknown): { upstream: Upstream; name: string } {

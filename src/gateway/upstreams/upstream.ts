@@ -4,12 +4,15 @@ import type {
   Implementation,
   JSONRPCRequest,
   Notification,
+  PriorDiscovery,
   Result,
   ServerCapabilities,
   Tool,
   Transport,
 } from '@modelcontextprotocol/client';
 import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
   Client,
   ProtocolError,
   SdkError,
@@ -25,6 +28,7 @@ import { ANY_RESULT } from '../jsonrpc/messages.ts';
 import { collectPages } from '../jsonrpc/pagination.ts';
 import { ChildProcessTransport, causeLines, StderrRing } from './child-transport.ts';
 import { connectionVerdict, lossReason } from './connection-loss.ts';
+import { EraMemory, type Negotiation, negotiationFor, type UpstreamProtocol } from './protocol-era.ts';
 import { credentialsOf, keepForOperator, redactSecrets } from './redact.ts';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy, restartsInARow } from './restart-policy.ts';
 import { type ResultBudget, serializedSizeOf, setResultBudget } from './result-budget.ts';
@@ -69,6 +73,14 @@ export interface UpstreamOptions {
   toolTimeoutsMs?: Readonly<Record<string, number>>;
   restart?: Partial<RestartPolicy>;
   clientInfo?: Implementation;
+  /** The protocol revision spoken to the upstream: the newest it supports (`auto`, the default), or a pinned one. */
+  protocol?: UpstreamProtocol;
+  /**
+   * What each upstream was found to speak, shared by every connection the
+   * gateway opens to it (protocol-era.ts). Not a setting: the gateway passes
+   * its own; without it, the upstream remembers for itself.
+   */
+  eras?: EraMemory;
   stderrLimitBytes?: number;
   /**
    * The budget the upstream's answers are held against while the gateway
@@ -85,7 +97,15 @@ export interface UpstreamHooks {
   onRequest(request: JSONRPCRequest, ctx: ClientContext): Promise<Result>;
 }
 
+/** Who a forwarded request is for: told to a 2026-07-28 upstream in the request's own `_meta`. */
+export interface ClientIdentity {
+  info?: Implementation | undefined;
+  capabilities?: ClientCapabilities | undefined;
+}
+
 export interface UpstreamRequestOptions {
+  /** The downstream client the request is for; without it, the gateway asks for itself. */
+  client?: ClientIdentity;
   signal?: AbortSignal;
   onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
   timeoutMs?: number;
@@ -229,10 +249,12 @@ export class Upstream {
   readonly #recoveryListeners = new Set<() => void>();
   readonly #gaveUpListeners = new Set<(restarts: number) => void>();
   readonly #budget: ResultBudget;
+  readonly #eras: EraMemory;
 
   constructor(spec: UpstreamSpec, options: UpstreamOptions = {}) {
     this.spec = spec;
     this.#options = options;
+    this.#eras = options.eras ?? new EraMemory();
     this.#budget = options.resultBudget ?? setResultBudget();
     this.#restart = { ...DEFAULT_RESTART_POLICY, ...options.restart };
     this.stderr = new StderrRing(options.stderrLimitBytes ?? 8192);
@@ -273,6 +295,16 @@ export class Upstream {
 
   get instructions(): string | undefined {
     return this.#latest?.client.getInstructions();
+  }
+
+  /** The protocol revision the current connection speaks (undefined before one is established). */
+  get protocolVersion(): string | undefined {
+    return this.#latest?.client.getNegotiatedProtocolVersion();
+  }
+
+  /** Whether the connection speaks 2026-07-28 or later: requests stand alone and carry the client's identity. */
+  get modern(): boolean {
+    return this.#latest?.client.getProtocolEra() === 'modern';
   }
 
   /** Connected and serving; false while it is starting, down, restarting or reconnecting. */
@@ -347,20 +379,78 @@ export class Upstream {
 
   /** Event: connect, or the restart timer fired. A new connection starts. */
   async #start(attempt: number, down?: Down): Promise<void> {
-    const connection = this.#open();
+    const negotiation = negotiationFor(
+      this.#options.protocol ?? 'auto',
+      this.#eras.recall(this.name),
+      this.spec.kind,
+      this.#startTimeoutMs,
+    );
+    let connection = this.#open(negotiation);
     this.#enter({ kind: 'starting', connection, attempt, ...(down ? { down } : {}) });
-    try {
-      await connection.client.connect(connection.transport, { timeout: this.#startTimeoutMs });
-    } catch (error) {
+    let error = await this.#handshake(connection, negotiation.prior);
+    if (
+      error !== undefined &&
+      negotiation.probing &&
+      this.spec.kind === 'stdio' &&
+      this.#isStarting(connection)
+    ) {
+      // A stdio server that exits on the probe, or never answers it, is a 2025-era server
+      // (servers on some SDKs end on any request before initialize): a fresh process is
+      // spoken to that way.
+      await this.#discard(connection);
+      const legacy: Negotiation = {
+        versionNegotiation: { mode: 'auto' },
+        prior: { kind: 'legacy' },
+        probing: false,
+      };
+      connection = this.#open(legacy);
+      this.#enter({ kind: 'starting', connection, attempt, ...(down ? { down } : {}) });
+      error = await this.#handshake(connection, legacy.prior);
+    }
+    if (error !== undefined) {
+      // A stdio server that failed the probe and the handshake both is tried in the 2025
+      // handshake alone next time (one process per restart, not two); any other remembered
+      // verdict that no longer holds is probed afresh.
+      if (negotiation.probing && this.spec.kind === 'stdio')
+        this.#eras.remember(this.name, 'legacy', undefined);
+      else if (!negotiation.probing) this.#eras.forget(this.name);
       const failure = this.#startFailure(connection, error);
-      // A server that never answered initialize may still be running: its whole
-      // group ends now, so the start fails at its deadline, not after a polite close.
-      if (connection.transport instanceof ChildProcessTransport) await connection.transport.terminate();
-      await connection.client.close().catch(() => {});
+      await this.#discard(connection);
       this.#startFailed(connection, failure);
       throw failure;
     }
+    const era = connection.client.getProtocolEra();
+    if (era) this.#eras.remember(this.name, era, connection.client.getNegotiatedProtocolVersion());
     this.#started(connection);
+  }
+
+  /** Connects (the probe and handshake); resolves to the error that stopped it, if any. */
+  async #handshake(connection: Connection, prior: PriorDiscovery | undefined): Promise<unknown> {
+    try {
+      await connection.client.connect(connection.transport, {
+        timeout: this.#startTimeoutMs,
+        ...(prior ? { prior } : {}),
+      });
+      return undefined;
+    } catch (error) {
+      return error ?? new Error('connect failed');
+    }
+  }
+
+  /** Whether `connection` is still the one starting (nobody closed the upstream meanwhile). */
+  #isStarting(connection: Connection): boolean {
+    const state = this.#state;
+    return state.kind === 'starting' && state.connection === connection;
+  }
+
+  /**
+   * Ends a connection that did not start. A server that never answered may
+   * still be running: its whole group ends now, so the start fails at its
+   * deadline, not after a polite close.
+   */
+  async #discard(connection: Connection): Promise<void> {
+    if (connection.transport instanceof ChildProcessTransport) await connection.transport.terminate();
+    await connection.client.close().catch(() => {});
   }
 
   /** Event: the upstream answered initialize. */
@@ -431,10 +521,10 @@ export class Upstream {
     return this.#options.startTimeoutMs ?? CONFIG_DEFAULTS.upstream.timeouts.startMs;
   }
 
-  #open(): Connection {
+  #open(negotiation: Negotiation): Connection {
     const client = new Client(
       this.#options.clientInfo ?? { name: 'mcp-envelope-gateway', version: PACKAGE_VERSION },
-      { capabilities: CLIENT_CAPABILITIES },
+      { capabilities: CLIENT_CAPABILITIES, versionNegotiation: negotiation.versionNegotiation },
     );
     const connection: Connection = {
       client,
@@ -533,7 +623,10 @@ export class Upstream {
       : exit
         ? `exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`
         : errorText(error);
-    return this.#failure(`upstream ${this.name} ${what}: ${reason}`, error, connection, true);
+    const protocol = this.#options.protocol;
+    const pinned =
+      protocol && protocol !== 'auto' ? ` (spoken to in protocol ${protocol} only, as configured)` : '';
+    return this.#failure(`upstream ${this.name} ${what}: ${reason}${pinned}`, error, connection, true);
   }
 
   /**
@@ -653,8 +746,13 @@ export class Upstream {
   ): Promise<Result> {
     const timeoutMs = options.timeoutMs ?? this.timeoutFor(method, params);
     const client = await this.#liveClient(Date.now() + timeoutMs);
+    // 2026-07-28: each request says whose it is; the client's own identity, not the gateway's.
+    const sent =
+      options.client && client.getProtocolEra() === 'modern'
+        ? withClientIdentity(params, options.client)
+        : params;
     try {
-      const result = (await client.request({ method, params } as never, ANY_RESULT, {
+      const result = (await client.request({ method, params: sent } as never, ANY_RESULT, {
         signal: options.signal,
         onprogress: options.onprogress,
         timeout: timeoutMs,
@@ -759,6 +857,25 @@ export class Upstream {
     const transport = this.#latest?.transport;
     if (transport instanceof ChildProcessTransport) transport.kill(signal);
   }
+}
+
+/**
+ * `params` with the client's identity and capabilities in the reserved `_meta`
+ * keys, which take precedence over the ones the SDK attaches for the gateway.
+ */
+function withClientIdentity(
+  params: Record<string, unknown> | undefined,
+  client: ClientIdentity,
+): Record<string, unknown> {
+  const meta = (params?._meta ?? {}) as Record<string, unknown>;
+  return {
+    ...params,
+    _meta: {
+      ...meta,
+      ...(client.info ? { [CLIENT_INFO_META_KEY]: client.info } : {}),
+      [CLIENT_CAPABILITIES_META_KEY]: client.capabilities ?? {},
+    },
+  };
 }
 
 function errorText(error: unknown): string {

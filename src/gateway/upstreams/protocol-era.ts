@@ -1,0 +1,86 @@
+import type { PriorDiscovery, VersionNegotiationOptions } from '@modelcontextprotocol/client';
+
+import type { UpstreamProtocol } from '../defaults.ts';
+
+export type { UpstreamProtocol };
+
+/** The 2026-07-28 revision and later: requests stand alone, each carrying the client's identity. */
+export const MODERN_REVISION = '2026-07-28';
+
+/**
+ * How long a 2025-era verdict is trusted before the upstream is probed again:
+ * a server upgraded in place still answers `initialize`, so only time retires
+ * the verdict. A 2026-07-28 verdict needs no horizon: a stale one fails at the
+ * next start, which forgets it.
+ */
+export const LEGACY_VERDICT_HORIZON_MS = 10 * 60_000;
+
+/** How long a stdio upstream may take to answer the probe before it is taken for a 2025-era server. */
+export const STDIO_PROBE_TIMEOUT_MS = 5_000;
+
+type Verdict = { era: 'modern'; version: string } | { era: 'legacy'; at: number };
+
+/**
+ * What each upstream was found to speak, kept for the gateway's life and
+ * shared by every connection to it (restarts, each principal's set), so the
+ * probe is paid once per upstream instead of once per connection. Keyed by
+ * the upstream's configured name: its address and credentials are configuration,
+ * the same for every principal, so one authorization context per name.
+ */
+export class EraMemory {
+  readonly #verdicts = new Map<string, Verdict>();
+
+  remember(upstream: string, era: 'modern' | 'legacy', version: string | undefined): void {
+    this.#verdicts.set(
+      upstream,
+      era === 'modern' ? { era, version: version ?? MODERN_REVISION } : { era, at: Date.now() },
+    );
+  }
+
+  forget(upstream: string): void {
+    this.#verdicts.delete(upstream);
+  }
+
+  /** The verdict still trusted for `upstream`, if any. */
+  recall(upstream: string): Verdict | undefined {
+    const verdict = this.#verdicts.get(upstream);
+    if (verdict?.era === 'legacy' && Date.now() - verdict.at > LEGACY_VERDICT_HORIZON_MS) {
+      this.#verdicts.delete(upstream);
+      return undefined;
+    }
+    return verdict;
+  }
+}
+
+/** How one connection attempt negotiates: the client's option, and the verdict it starts from. */
+export interface Negotiation {
+  versionNegotiation: VersionNegotiationOptions;
+  prior?: PriorDiscovery;
+  /** Whether this attempt probes with no verdict to go on (a failure may then mean a 2025-era server). */
+  probing: boolean;
+}
+
+/**
+ * The negotiation for the next connection: a pin is honoured as configured;
+ * under `auto`, a remembered 2026-07-28 verdict is pinned (one `server/discover`,
+ * which also refreshes what the server offers), a remembered 2025-era verdict
+ * skips the probe, and otherwise the server is probed.
+ */
+export function negotiationFor(
+  protocol: UpstreamProtocol,
+  remembered: Verdict | undefined,
+  kind: 'stdio' | 'http',
+  startTimeoutMs: number,
+): Negotiation {
+  if (protocol === '2025-11-25') return { versionNegotiation: { mode: 'legacy' }, probing: false };
+  if (protocol === MODERN_REVISION)
+    return { versionNegotiation: { mode: { pin: protocol } }, probing: false };
+  if (remembered?.era === 'modern') {
+    return { versionNegotiation: { mode: { pin: remembered.version } }, probing: false };
+  }
+  if (remembered?.era === 'legacy') {
+    return { versionNegotiation: { mode: 'auto' }, prior: { kind: 'legacy' }, probing: false };
+  }
+  const timeoutMs = kind === 'stdio' ? Math.min(STDIO_PROBE_TIMEOUT_MS, startTimeoutMs) : startTimeoutMs;
+  return { versionNegotiation: { mode: 'auto', probe: { timeoutMs } }, probing: true };
+}
