@@ -51,6 +51,28 @@ export const JSONRPC = {
 
 const J = JSONRPC;
 
+/** The first protocol revision whose error-code allocation differs (see `jsonRpcCodeOn`). */
+export const STATELESS_WIRE_REVISION = '2026-07-28';
+
+/**
+ * Where the 2026-07-28 wire moves the table's JSON-RPC codes: that revision
+ * reserves -32020…-32099 for the protocol's own errors and retires -32002
+ * (once resource-not-found), so the two codes of the table in those places go
+ * to unused codes of the implementation-defined -32000…-32019 there. The 2025
+ * wire keeps the validation spec's codes; `data.canonical_code` names the
+ * error on both.
+ */
+const MOVED_ON_STATELESS_WIRE: Readonly<Record<number, number>> = {
+  [J.invalidOutput]: -32008,
+  [J.rateLimited]: -32009,
+};
+
+/** The JSON-RPC code a table code goes out as on the wire of `protocolVersion` (the 2025 wire when unknown). */
+export function jsonRpcCodeOn(jsonRpcCode: number, protocolVersion: string | undefined): number {
+  if (protocolVersion === undefined || protocolVersion < STATELESS_WIRE_REVISION) return jsonRpcCode;
+  return MOVED_ON_STATELESS_WIRE[jsonRpcCode] ?? jsonRpcCode;
+}
+
 /** A row of the table: everything but the code, which is the row's key. */
 type ErrorCodeRow = Omit<ErrorCodeSpec, 'code'>;
 

@@ -1,4 +1,4 @@
-import { describeErrorCode, type ErrorCode } from './codes.ts';
+import { describeErrorCode, type ErrorCode, jsonRpcCodeOn } from './codes.ts';
 
 export type ErrorDetails = Record<string, unknown>;
 
@@ -45,12 +45,19 @@ export interface JsonRpcErrorObject {
 
 /**
  * The JSON-RPC error object for a canonical code, carrying `data.canonical_code`
- * for downstream telemetry (the validation spec's `to_jsonrpc_error`).
+ * for downstream telemetry (the validation spec's `to_jsonrpc_error`). With a
+ * `protocolVersion` of 2026-07-28 or later, the code is the one that wire
+ * allows (`jsonRpcCodeOn`).
  */
-export function toJsonRpcError(code: string, message?: string, details?: ErrorDetails): JsonRpcErrorObject {
+export function toJsonRpcError(
+  code: string,
+  message?: string,
+  details?: ErrorDetails,
+  protocolVersion?: string,
+): JsonRpcErrorObject {
   const spec = describeErrorCode(code);
   return {
-    code: spec.jsonRpcCode,
+    code: jsonRpcCodeOn(spec.jsonRpcCode, protocolVersion),
     message: message ?? spec.message,
     data: { ...details, canonical_code: spec.code },
   };

@@ -20,10 +20,13 @@ export const ANY_RESULT = {
   },
 };
 
-/** An EnvelopeError becomes a JSON-RPC error carrying `data.canonical_code`; anything else passes as is. */
-export function toProtocolError(error: unknown): unknown {
+/**
+ * An EnvelopeError becomes a JSON-RPC error carrying `data.canonical_code`,
+ * with the code the wire of `protocolVersion` allows; anything else passes as is.
+ */
+export function toProtocolError(error: unknown, protocolVersion?: string): unknown {
   if (error instanceof EnvelopeError) {
-    const rpc = toJsonRpcError(error.code, error.message, error.details);
+    const rpc = toJsonRpcError(error.code, error.message, error.details, protocolVersion);
     return new ProtocolError(rpc.code, rpc.message, rpc.data);
   }
   return error;
@@ -45,8 +48,9 @@ export function errorResponse(
   id: RequestId | null,
   error: EnvelopeError,
   jsonRpcCode?: number,
+  protocolVersion?: string,
 ): JSONRPCMessage {
-  const rpc = toJsonRpcError(error.code, error.message, error.details);
+  const rpc = toJsonRpcError(error.code, error.message, error.details, protocolVersion);
   return rpcErrorMessage(id, { code: jsonRpcCode ?? rpc.code, message: rpc.message, data: rpc.data });
 }
 

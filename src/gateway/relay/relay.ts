@@ -214,7 +214,7 @@ export class Relay {
         await this.downstream.settled(ctx);
         return result as never;
       } catch (error) {
-        throw toProtocolError(error);
+        throw toProtocolError(error, this.server.getNegotiatedProtocolVersion());
       } finally {
         this.downstream.leave(ctx);
       }
@@ -461,7 +461,7 @@ export class Relay {
       try {
         return await this.#forward(this.#first(), request.method, request.params, ctx);
       } catch (error) {
-        throw toProtocolError(error);
+        throw toProtocolError(error, this.server.getNegotiatedProtocolVersion());
       }
     };
     server.fallbackNotificationHandler = async (notification: Notification) => {

@@ -66,6 +66,29 @@ describe('error table', () => {
   });
 });
 
+describe('each wire its codes', () => {
+  it('the 2026-07-28 wire uses no code its allocation reserves or retires; the 2025 wire keeps the table', () => {
+    for (const spec of ERROR_CODES) {
+      const modern = toJsonRpcError(spec.code, undefined, undefined, '2026-07-28');
+      expect(modern.code === -32002 || (modern.code <= -32020 && modern.code >= -32099), spec.code).toBe(
+        false,
+      );
+      expect(modern.data.canonical_code).toBe(spec.code);
+      expect(toJsonRpcError(spec.code, undefined, undefined, '2025-11-25').code).toBe(spec.jsonRpcCode);
+      expect(toJsonRpcError(spec.code).code).toBe(spec.jsonRpcCode);
+    }
+    expect(toJsonRpcError('RATE_LIMITED', undefined, undefined, '2026-07-28').code).toBe(-32009);
+    expect(toJsonRpcError('INVALID_OUTPUT', undefined, undefined, '2026-07-28').code).toBe(-32008);
+    expect(toJsonRpcError('RATE_LIMITED', undefined, undefined, '2025-11-25').code).toBe(-32029);
+  });
+
+  it('the moved codes are free on the 2026-07-28 wire: no other code of the table has them', () => {
+    const taken = new Set(ERROR_CODES.map((spec) => spec.jsonRpcCode));
+    expect(taken.has(-32008)).toBe(false);
+    expect(taken.has(-32009)).toBe(false);
+  });
+});
+
 describe('EnvelopeError and JSON-RPC mapping', () => {
   it('carries code, details, status and retriable', () => {
     const error = new EnvelopeError('RATE_LIMITED', undefined, { retry_after: 3 });

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { AuthInfo, McpHttpHandler } from '@modelcontextprotocol/server';
 import { createMcpHandler } from '@modelcontextprotocol/server';
+import { STATELESS_WIRE_REVISION } from '../../../errors/codes.ts';
 import { EnvelopeError } from '../../../errors/index.ts';
 import { sendJson } from '../../http/reply.ts';
 import { closeWhenUnread } from '../../http/unread-bound.ts';
@@ -20,6 +21,7 @@ import {
   watchUpstream,
 } from '../../relay/upstream-pool.ts';
 import type { Upstream } from '../../upstreams/upstream.ts';
+import { withWireStatus } from './wire-status.ts';
 
 /**
  * Stateless 2026-07-28 HTTP. Each request is served by a relay of its own,
@@ -64,7 +66,7 @@ interface Opened {
 
 /** A request refused before it is served gets its JSON-RPC error in-band, as the SDK's own refusals do. */
 function refuse(res: ServerResponse, body: unknown, error: EnvelopeError): void {
-  sendJson(res, 200, errorResponse(requestIdOf(body) ?? null, error));
+  sendJson(res, 200, errorResponse(requestIdOf(body) ?? null, error, undefined, STATELESS_WIRE_REVISION));
 }
 
 export class StatelessHttp {
@@ -87,7 +89,11 @@ export class StatelessHttp {
       lease?.release();
       const failure =
         error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));
-      sendJson(res, 502, errorResponse(requestIdOf(body) ?? null, failure));
+      sendJson(
+        res,
+        502,
+        errorResponse(requestIdOf(body) ?? null, failure, undefined, STATELESS_WIRE_REVISION),
+      );
       return;
     }
     // The principal's upstreams stay while a request (a listen stream included) is being served.
@@ -198,7 +204,7 @@ export class StatelessHttp {
       downstream,
       listens,
       handler,
-      serve: toNodeHandler(handler, { onerror: onError }),
+      serve: toNodeHandler(withWireStatus(handler), { onerror: onError }),
       openListens: 0,
       close() {
         closed ??= (async () => {
