@@ -26,6 +26,10 @@ export class StderrRing {
     this.#limit = limitBytes;
   }
 
+  get limitBytes(): number {
+    return this.#limit;
+  }
+
   /** Whether earlier text was let go: the first line held may then be the end of a longer one. */
   get dropped(): boolean {
     return this.#dropped;
@@ -279,7 +283,8 @@ export interface ChildTransportOptions {
   /** The configured variables, over the safe base (see `upstreamEnvironment`). */
   env?: Record<string, string | undefined>;
   cwd?: string;
-  stderr: StderrRing;
+  /** Where the child's stderr goes: the upstream's ring, or a gate in front of it. */
+  stderr: Pick<StderrRing, 'push'>;
   /** Largest stdout line kept while waiting for its newline. */
   maxLineBytes?: number;
   /** Where the bytes read from stdout are held until their message was handed on (result-budget.ts). */

@@ -81,6 +81,11 @@ export function negotiationFor(
   if (remembered?.era === 'legacy') {
     return { versionNegotiation: { mode: 'auto' }, prior: { kind: 'legacy' }, probing: false };
   }
-  const timeoutMs = kind === 'stdio' ? Math.min(STDIO_PROBE_TIMEOUT_MS, startTimeoutMs) : startTimeoutMs;
+  // On stdio a third of the start's time at most, so a server that ignores the probe is
+  // started again and answers initialize within the same start timeout.
+  const timeoutMs =
+    kind === 'stdio'
+      ? Math.max(1, Math.min(STDIO_PROBE_TIMEOUT_MS, Math.floor(startTimeoutMs / 3)))
+      : startTimeoutMs;
   return { versionNegotiation: { mode: 'auto', probe: { timeoutMs } }, probing: true };
 }

@@ -163,6 +163,15 @@ interface Connection {
   ended: boolean;
   /** Its tools/list, kept until the server says the list changed. */
   tools: Promise<Map<string, Tool>> | undefined;
+  /** Holds a probed process's stderr until it is known to speak for the upstream. */
+  stderrGate?: StderrGate;
+}
+
+/** A probed process's stderr: held, then passed to the upstream's ring (`release`) or let go (`drop`). */
+interface StderrGate {
+  push(text: string): void;
+  release(): void;
+  drop(): void;
 }
 
 /** Why a restarting upstream was down before the attempt now starting. */
@@ -387,16 +396,19 @@ export class Upstream {
     );
     let connection = this.#open(negotiation);
     this.#enter({ kind: 'starting', connection, attempt, ...(down ? { down } : {}) });
-    let error = await this.#handshake(connection, negotiation.prior);
-    if (
+    const deadline = Date.now() + this.#startTimeoutMs;
+    let error = await this.#handshake(connection, negotiation.prior, this.#startTimeoutMs);
+    const fallBack =
       error !== undefined &&
       negotiation.probing &&
       this.spec.kind === 'stdio' &&
-      this.#isStarting(connection)
-    ) {
+      this.#isStarting(connection);
+    if (fallBack) {
       // A stdio server that exits on the probe, or never answers it, is a 2025-era server
       // (servers on some SDKs end on any request before initialize): a fresh process is
-      // spoken to that way.
+      // spoken to that way, within what is left of the start's time. What the probed one
+      // wrote stays out of the ring: the one started again speaks for itself.
+      connection.stderrGate?.drop();
       await this.#discard(connection);
       const legacy: Negotiation = {
         versionNegotiation: { mode: 'auto' },
@@ -405,8 +417,9 @@ export class Upstream {
       };
       connection = this.#open(legacy);
       this.#enter({ kind: 'starting', connection, attempt, ...(down ? { down } : {}) });
-      error = await this.#handshake(connection, legacy.prior);
+      error = await this.#handshake(connection, legacy.prior, Math.max(deadline - Date.now(), 1));
     }
+    connection.stderrGate?.release();
     if (error !== undefined) {
       // A stdio server that failed the probe and the handshake both is tried in the 2025
       // handshake alone next time (one process per restart, not two); any other remembered
@@ -425,16 +438,41 @@ export class Upstream {
   }
 
   /** Connects (the probe and handshake); resolves to the error that stopped it, if any. */
-  async #handshake(connection: Connection, prior: PriorDiscovery | undefined): Promise<unknown> {
+  async #handshake(
+    connection: Connection,
+    prior: PriorDiscovery | undefined,
+    timeoutMs: number,
+  ): Promise<unknown> {
     try {
       await connection.client.connect(connection.transport, {
-        timeout: this.#startTimeoutMs,
+        timeout: timeoutMs,
         ...(prior ? { prior } : {}),
       });
       return undefined;
     } catch (error) {
       return error ?? new Error('connect failed');
     }
+  }
+
+  /** A probed process's stderr, held until the probe's outcome says whether it speaks for the upstream. */
+  #stderrGate(): StderrGate {
+    const held = new StderrRing(this.stderr.limitBytes);
+    let state: 'holding' | 'passing' | 'dropped' = 'holding';
+    return {
+      push: (text) => {
+        if (state === 'passing') this.stderr.push(text);
+        else if (state === 'holding') held.push(text);
+      },
+      release: () => {
+        if (state !== 'holding') return;
+        state = 'passing';
+        const text = held.text();
+        if (text) this.stderr.push(text);
+      },
+      drop: () => {
+        state = 'dropped';
+      },
+    };
   }
 
   /** Whether `connection` is still the one starting (nobody closed the upstream meanwhile). */
@@ -526,12 +564,15 @@ export class Upstream {
       this.#options.clientInfo ?? { name: 'mcp-envelope-gateway', version: PACKAGE_VERSION },
       { capabilities: CLIENT_CAPABILITIES, versionNegotiation: negotiation.versionNegotiation },
     );
+    // A probed stdio process may be let go for a fresh one: its stderr is held meanwhile.
+    const gate = negotiation.probing && this.spec.kind === 'stdio' ? this.#stderrGate() : undefined;
     const connection: Connection = {
       client,
-      transport: this.#makeTransport(),
+      transport: this.#makeTransport(gate ?? this.stderr),
       generation: this.generation + 1,
       ended: false,
       tools: undefined,
+      ...(gate ? { stderrGate: gate } : {}),
     };
     for (const method of SERVER_TO_CLIENT_METHODS) {
       client.setRequestHandler(
@@ -554,7 +595,7 @@ export class Upstream {
     return connection;
   }
 
-  #makeTransport(): Transport {
+  #makeTransport(stderr: Pick<StderrRing, 'push'>): Transport {
     const spec = this.spec;
     if (spec.kind === 'stdio') {
       return new ChildProcessTransport({
@@ -562,7 +603,7 @@ export class Upstream {
         args: spec.args,
         env: typeof spec.env === 'function' ? spec.env(this) : spec.env,
         cwd: spec.cwd,
-        stderr: this.stderr,
+        stderr,
         budget: this.#budget,
       });
     }

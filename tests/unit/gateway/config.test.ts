@@ -61,6 +61,7 @@ describe('loadGatewayConfig', () => {
         timeouts: { callMs: 60_000, startMs: 15_000, tools: {} },
         tiers: { tools: {} },
         restart: { enabled: true, initialDelayMs: 100, maxDelayMs: 5000, factor: 2, maxAttempts: 5 },
+        protocol: 'auto',
         sharing: 'shared',
         artifacts: 'own',
       },
