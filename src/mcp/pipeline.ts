@@ -24,7 +24,7 @@ import {
   returnModeStage,
 } from './pipeline/return-mode.ts';
 import type { Pipeline, PipelineOptions, ToolCall } from './pipeline/types.ts';
-import { checkInput, deniedByTier } from './pipeline/validate-input.ts';
+import { checkInput, deniedByTier, nextTurn } from './pipeline/validate-input.ts';
 import type { ToolResultLike } from './tool-result.ts';
 
 /**
@@ -86,7 +86,7 @@ async function decide(ctx: CallContext): Promise<Decision | { interim: ToolResul
   if (ctx.controlsError) return fromRejection(ctx, ctx.controlsError);
   const limited = ctx.settings.options.rateLimit ? await checkRateLimit(ctx) : undefined;
   if (limited) return limited;
-  const refused = checkInput(ctx) ?? readReturnMode(ctx);
+  const refused = (await checkInput(ctx)) ?? readReturnMode(ctx);
   if (refused) return refused;
   let raw: ToolResultLike;
   try {
@@ -167,6 +167,8 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         report(ctx, (at) => reportRpcError(ctx, error, at));
       throw error;
     }
+    // The record and the report digest the arguments: for large ones, a step of its own.
+    if (ctx.largeArguments) await nextTurn();
     const placed = attachProvenance(ctx, decision);
     const answer = encodeAnswer(ctx, placed);
     // The stored files' links follow everything else the answer says.

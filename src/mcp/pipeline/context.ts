@@ -122,6 +122,8 @@ export class CallContext {
   readonly controlsError: EnvelopeError | undefined;
   /** Warnings the stages add to an envelope the pipeline builds. */
   readonly warnings: IssueEntry[] = [];
+  /** The arguments are large enough that work over them is done a step at a time (validate-input.ts). */
+  largeArguments = false;
   /** The rate limit's word on this call, once checked; undefined when the pipeline has no rate limit. */
   rate: CallRate | undefined;
   /** The caller's return mode (return-mode.ts), read before the tool runs; undefined without an artifact sink. */

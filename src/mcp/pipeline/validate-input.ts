@@ -13,8 +13,20 @@ import { invalidInputEntry, issueSummary, toolSchemaEntry } from './entries.ts';
  * depth, canonical form when the record digests them, the tool's inputSchema).
  * Returns the answer when the call stops here.
  */
-export function checkInput(ctx: CallContext): Decision | undefined {
-  return deniedByTier(ctx) ?? refusedArguments(ctx);
+export async function checkInput(ctx: CallContext): Promise<Decision | undefined> {
+  return deniedByTier(ctx) ?? (await refusedArguments(ctx));
+}
+
+/**
+ * Arguments with more elements than this are checked a step at a time, the
+ * event loop served between the steps: each step of a check of a full request
+ * body takes tens of milliseconds, and other clients' messages wait for none
+ * of them in turn.
+ */
+const YIELDING_ELEMENTS = 10_000;
+
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** A call whose features the caller's tier lacks: UPGRADE_REQUIRED with upgrade hints. */
@@ -51,14 +63,17 @@ function elementCount(value: unknown, max: number): number {
   return count;
 }
 
-function refusedArguments(ctx: CallContext): Decision | undefined {
+async function refusedArguments(ctx: CallContext): Promise<Decision | undefined> {
   const args = ctx.call.arguments;
   const { tool } = ctx.call;
   const { inputMode, options } = ctx.settings;
   const maxElements = options.maxArgumentElements;
-  if (maxElements !== undefined && elementCount(args, maxElements) > maxElements) {
+  const counted = elementCount(args, maxElements ?? YIELDING_ELEMENTS);
+  if (maxElements !== undefined && counted > maxElements) {
     return invalidInput(ctx, `arguments hold more than ${maxElements} elements`, '');
   }
+  const large = counted > YIELDING_ELEMENTS;
+  ctx.largeArguments = large;
   // Deeper than the canonical form allows, the arguments could be neither digested nor
   // forwarded (serializing them overflows the stack): refused before the tool runs.
   const tooDeep = pathBeyondDepth(args);
@@ -69,7 +84,12 @@ function refusedArguments(ctx: CallContext): Decision | undefined {
       encodePointer(tooDeep),
     );
   }
+  if (large) await nextTurn();
+  // The schema before the canonical form: arguments it refuses are never put in canonical form.
+  const bySchema = checkSchema(ctx, args, tool, inputMode);
+  if (bySchema) return bySchema;
   if (ctx.recordsDigests) {
+    if (large) await nextTurn();
     // The record will digest the arguments: one with no canonical form is refused now, not after the tool ran.
     const canonical = ctx.canonicalArguments();
     if ('error' in canonical) {
@@ -77,6 +97,15 @@ function refusedArguments(ctx: CallContext): Decision | undefined {
       return invalidInput(ctx, canonical.error.message, typeof pointer === 'string' ? pointer : '');
     }
   }
+  return undefined;
+}
+
+function checkSchema(
+  ctx: CallContext,
+  args: CallContext['call']['arguments'],
+  tool: CallContext['call']['tool'],
+  inputMode: CallContext['settings']['inputMode'],
+): Decision | undefined {
   if (inputMode === 'off' || !tool.inputSchema) return undefined;
   // The accessibility suite's request form carries the tool's input under `input`.
   const requestInput = a11yRequestInput(args);
