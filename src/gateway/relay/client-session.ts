@@ -3,10 +3,12 @@ import type { UpstreamStatusBoard } from '../operations/upstream-status.ts';
 import type { ResultBudget } from '../upstreams/result-budget.ts';
 import type { ConfiguredUpstream, Upstream, UpstreamOptions } from '../upstreams/upstream.ts';
 import { advertisedCapabilities, announceRecovery } from './availability.ts';
+import type { ClientIdentity } from './client-identity.ts';
 import { Relay, type RelayOptions } from './relay.ts';
 import {
   instantiate,
   isShared,
+  newSetBudget,
   noneStarted,
   type PoolLease,
   reportDown,
@@ -50,6 +52,8 @@ export interface SessionPlacement {
   once?: boolean;
   /** The session's per-session upstreams, started ahead of need (the warm spare). */
   own?: readonly Upstream[];
+  /** The client, as its initialize named it: its shared set is its capability group's, its own upstreams are told who it is. */
+  client?: ClientIdentity;
 }
 
 /**
@@ -68,11 +72,20 @@ export async function connectUpstreams(options: GatewayOptions): Promise<Upstrea
   return upstreams;
 }
 
-/** Starts the upstreams configured `per-session` (none started is not an error here). */
-export async function startOwnUpstreams(options: GatewayOptions): Promise<Upstream[]> {
+/**
+ * Starts the upstreams configured `per-session` (none started is not an error
+ * here), told what `client` declared and, when `named` (they serve it alone), who it is.
+ */
+export async function startOwnUpstreams(
+  options: GatewayOptions,
+  client?: ClientIdentity,
+  named = true,
+): Promise<Upstream[]> {
   const upstreams = instantiate(
     options,
     options.upstreams.filter((upstream) => !isShared(upstream)),
+    newSetBudget(options),
+    client ? { identity: client, named } : undefined,
   );
   await startUpstreams(options, upstreams);
   return upstreams;
@@ -102,10 +115,13 @@ export async function openClientSession(
     const upstreams = await connectUpstreams(options);
     return build(options, upstreams, upstreams);
   }
-  const lease = await placement.pool.acquire(placement.principal, { once: placement.once === true });
+  const lease = await placement.pool.acquire(placement.principal, {
+    once: placement.once === true,
+    ...(placement.client ? { client: placement.client } : {}),
+  });
   let own: readonly Upstream[] = [];
   try {
-    own = placement.own ?? (await startOwnUpstreams(options));
+    own = placement.own ?? (await startOwnUpstreams(options, placement.client));
     const upstreams = arrange(options, lease.set.upstreams, own);
     if (upstreams.every((upstream) => !upstream.available)) throw noneStarted(upstreams);
     return build(options, upstreams, own, lease);

@@ -8,8 +8,14 @@ import {
   SET_RESULT_BUDGET_BYTES,
   setResultBudget,
 } from '../upstreams/result-budget.ts';
-import { type ConfiguredUpstream, Upstream, UpstreamFailure } from '../upstreams/upstream.ts';
+import {
+  type ClientIdentity,
+  type ConfiguredUpstream,
+  Upstream,
+  UpstreamFailure,
+} from '../upstreams/upstream.ts';
 import { rememberCapabilities } from './availability.ts';
+import { capabilityGroup } from './client-identity.ts';
 import type { GatewayOptions } from './client-session.ts';
 import { SharedUpstreams } from './shared-upstreams.ts';
 
@@ -48,15 +54,26 @@ export function newSetBudget(options: GatewayOptions): ResultBudget {
   );
 }
 
-/** Upstream objects for the given configured upstreams, not yet started: one set, holding its answers against one budget. */
+/**
+ * Upstream objects for the given configured upstreams, not yet started: one
+ * set, holding its answers against one budget, told at initialize what
+ * `client` declared (and, for `per-client` identity, who it is).
+ */
 export function instantiate(
   options: GatewayOptions,
   configured: readonly ConfiguredUpstream[],
   budget: ResultBudget = newSetBudget(options),
+  client?: { identity: ClientIdentity; named: boolean },
 ): Upstream[] {
+  const told = client
+    ? {
+        clientCapabilities: client.identity.capabilities ?? {},
+        ...(client.named && client.identity.info ? { clientInfo: client.identity.info } : {}),
+      }
+    : {};
   return configured.map(
     ({ options: own, sharing: _sharing, ...spec }) =>
-      new Upstream(spec, { ...options.upstream, ...own, resultBudget: budget }),
+      new Upstream(spec, { ...options.upstream, ...own, ...told, resultBudget: budget }),
   );
 }
 
@@ -139,6 +156,8 @@ export interface PoolLease {
 }
 
 interface Entry {
+  /** The capabilities its upstreams were told (`capabilityGroup`). */
+  group: string;
   ready: Promise<SharedSet>;
   users: number;
   timer?: NodeJS.Timeout;
@@ -178,7 +197,7 @@ export class UpstreamPool {
     return this.#configured.length > 0;
   }
 
-  /** Principals holding a set now. */
+  /** Sets held now (one per principal and capability group). */
   get principals(): number {
     return this.#sets.size;
   }
@@ -195,40 +214,50 @@ export class UpstreamPool {
   }
 
   /**
-   * The principal's set, opened on first use; hold the lease while using it.
-   * `once`: the principal ends with its lease (an anonymous session), so the
-   * set closes as soon as its last lease is released instead of idling.
+   * The principal's set for clients that declared what `client` declared,
+   * opened on first use; hold the lease while using it. `once`: the principal
+   * ends with its lease (an anonymous session), so the set closes as soon as
+   * its last lease is released instead of idling.
    */
-  async acquire(principal: string, options: { once?: boolean } = {}): Promise<PoolLease> {
+  async acquire(
+    principal: string,
+    options: { once?: boolean; client?: ClientIdentity } = {},
+  ): Promise<PoolLease> {
     if (this.#closed) throw new EnvelopeError('DEPENDENCY_UNAVAILABLE', 'The gateway is shutting down');
-    let entry = this.#sets.get(principal);
+    const group = capabilityGroup(options.client);
+    const key = `${principal}\u0000${group}`;
+    let entry = this.#sets.get(key);
     if (entry && gaveUp(entry)) {
       // One client's crashes spent the restart budget: the sessions holding this set keep
       // it (and its failures), but the next one starts afresh instead of inheriting the outage.
-      this.#sets.delete(principal);
+      this.#sets.delete(key);
       this.#gateway.report?.(`upstreams of a client gave up; starting them afresh for a new session`);
       if (entry.users === 0) void this.#closers.get(entry)?.();
       entry = undefined;
     }
     let opened = false;
     if (!entry) {
-      entry = this.#ahead;
+      // The set started ahead serves the first client whose capabilities it was told; for
+      // any other, its work (starting early, showing each upstream's state) is done.
+      const ahead = this.#ahead;
       this.#ahead = undefined;
-      if (!entry) {
-        entry = this.#open();
+      if (ahead?.group === group) entry = ahead;
+      else {
+        if (ahead) void this.#closers.get(ahead)?.();
+        entry = this.#open(options.client);
         opened = true;
       }
-      this.#sets.set(principal, entry);
+      this.#sets.set(key, entry);
     }
     entry.users++;
     clearTimeout(entry.timer);
     const held = entry;
     const set = await held.ready;
-    if (!opened && held.users === 1 && this.#sets.get(principal) === held && !held.started) {
+    if (!opened && held.users === 1 && this.#sets.get(key) === held && !held.started) {
       // Nobody else uses it and nothing in it ever started (started ahead, or retrying after
       // failing for an earlier client): start afresh, as a session starting its own would.
       held.users--;
-      this.#sets.delete(principal);
+      this.#sets.delete(key);
       void this.#closers.get(held)?.();
       return this.acquire(principal, options);
     }
@@ -238,7 +267,7 @@ export class UpstreamPool {
       release: () => {
         if (released) return;
         released = true;
-        this.#release(principal, held, set, options.once === true);
+        this.#release(key, held, set, options.once === true);
       },
     };
   }
@@ -251,9 +280,14 @@ export class UpstreamPool {
     await Promise.all(entries.map((entry) => this.#closers.get(entry)?.()));
   }
 
-  #open(): Entry {
+  #open(client?: ClientIdentity): Entry {
     const listeners = new Set<() => void>();
-    const upstreams = instantiate(this.#gateway, this.#configured);
+    const upstreams = instantiate(
+      this.#gateway,
+      this.#configured,
+      newSetBudget(this.#gateway),
+      client ? { identity: client, named: false } : undefined,
+    );
     const shared = new SharedUpstreams(upstreams);
     const stops = upstreams.map((upstream) => watchUpstream(this.#gateway, upstream));
     const set: SharedSet = {
@@ -265,6 +299,7 @@ export class UpstreamPool {
       },
     };
     const entry: Entry = {
+      group: capabilityGroup(client),
       ready: startUpstreams(this.#gateway, upstreams).then(() => {
         entry.started ||= upstreams.some((upstream) => upstream.available);
         return set;
@@ -292,24 +327,24 @@ export class UpstreamPool {
     return entry;
   }
 
-  #release(principal: string, entry: Entry, set: SharedSet, once: boolean): void {
+  #release(key: string, entry: Entry, set: SharedSet, once: boolean): void {
     entry.users--;
     if (entry.users > 0) return;
     // Replaced while in use (it gave up), or its principal is gone: nobody will take it again.
-    if (once && this.#sets.get(principal) === entry) this.#sets.delete(principal);
-    if (this.#sets.get(principal) !== entry) {
+    if (once && this.#sets.get(key) === entry) this.#sets.delete(key);
+    if (this.#sets.get(key) !== entry) {
       void this.#closers.get(entry)?.();
       return;
     }
     const close = () => {
-      if (entry.users > 0 || this.#sets.get(principal) !== entry) return;
+      if (entry.users > 0 || this.#sets.get(key) !== entry) return;
       // A request still running upstream (a parked 2026-07-28 call's) keeps the set.
       if (set.shared.busy) {
         entry.timer = setTimeout(close, this.#idleMs);
         entry.timer.unref();
         return;
       }
-      this.#sets.delete(principal);
+      this.#sets.delete(key);
       void this.#closers.get(entry)?.();
     };
     // None of them ever started: nothing is worth keeping, and the next client gets a fresh start.

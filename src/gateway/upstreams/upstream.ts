@@ -72,7 +72,15 @@ export interface UpstreamOptions {
   /** Per-tool overrides of the tools/call timeout. */
   toolTimeoutsMs?: Readonly<Record<string, number>>;
   restart?: Partial<RestartPolicy>;
+  /** Who the upstream is told it serves at initialize: the client's own identity where one client owns it. */
   clientInfo?: Implementation;
+  /**
+   * What the upstream is told its client can do at initialize: exactly what
+   * the client(s) it serves declared (the 2025 handshake has no other place to
+   * say it). Without it, everything the gateway can relay: only where the
+   * client is not known when the upstream starts (the stdio gateway).
+   */
+  clientCapabilities?: ClientCapabilities;
   /** The protocol revision spoken to the upstream: the newest it supports (`auto`, the default), or a pinned one. */
   protocol?: UpstreamProtocol;
   /**
@@ -130,8 +138,8 @@ export class UpstreamFailure extends EnvelopeError {
   }
 }
 
-/** The client capabilities the gateway offers upstream; each request is answered by the downstream client. */
-const CLIENT_CAPABILITIES: ClientCapabilities = {
+/** Everything the gateway can relay to a client, declared where the client is not known yet. */
+const RELAYABLE_CAPABILITIES: ClientCapabilities = {
   sampling: {},
   elicitation: { form: {}, url: {} },
   roots: { listChanged: true },
@@ -555,6 +563,11 @@ export class Upstream {
     this.#start(state.attempt, { why: state.why, startFailed: state.kind === 'failed' }).catch(() => {});
   }
 
+  /** The capabilities declared to the upstream at initialize. */
+  get #declared(): ClientCapabilities {
+    return this.#options.clientCapabilities ?? RELAYABLE_CAPABILITIES;
+  }
+
   get #startTimeoutMs(): number {
     return this.#options.startTimeoutMs ?? CONFIG_DEFAULTS.upstream.timeouts.startMs;
   }
@@ -562,7 +575,7 @@ export class Upstream {
   #open(negotiation: Negotiation): Connection {
     const client = new Client(
       this.#options.clientInfo ?? { name: 'mcp-envelope-gateway', version: PACKAGE_VERSION },
-      { capabilities: CLIENT_CAPABILITIES, versionNegotiation: negotiation.versionNegotiation },
+      { capabilities: this.#declared, versionNegotiation: negotiation.versionNegotiation },
     );
     // A probed stdio process may be let go for a fresh one: its stderr is held meanwhile.
     const gate = negotiation.probing && this.spec.kind === 'stdio' ? this.#stderrGate() : undefined;
@@ -575,12 +588,18 @@ export class Upstream {
       ...(gate ? { stderrGate: gate } : {}),
     };
     for (const method of SERVER_TO_CLIENT_METHODS) {
+      if (!declares(this.#declared, method)) continue;
       client.setRequestHandler(
         method,
         (request, ctx) => this.#serverRequest(request as JSONRPCRequest, ctx) as never,
       );
     }
-    client.fallbackRequestHandler = (request, ctx) => this.#serverRequest(request, ctx);
+    client.fallbackRequestHandler = async (request, ctx) => {
+      // Asked for what the upstream was told its client cannot do: never routed to a client that could.
+      if ((SERVER_TO_CLIENT_METHODS as readonly string[]).includes(request.method))
+        throw new ProtocolError(-32601, `The client did not declare the capability ${request.method} needs`);
+      return this.#serverRequest(request, ctx);
+    };
     client.fallbackNotificationHandler = async (notification) => {
       if (notification.method === 'notifications/tools/list_changed') connection.tools = undefined;
       await this.#hooks?.onNotification(notification);
@@ -898,6 +917,14 @@ export class Upstream {
     const transport = this.#latest?.transport;
     if (transport instanceof ChildProcessTransport) transport.kill(signal);
   }
+}
+
+/** Whether `capabilities` cover a server-to-client request of `method`. */
+function declares(capabilities: ClientCapabilities, method: string): boolean {
+  if (method === 'sampling/createMessage') return capabilities.sampling !== undefined;
+  if (method === 'elicitation/create') return capabilities.elicitation !== undefined;
+  if (method === 'roots/list') return capabilities.roots !== undefined;
+  return true;
 }
 
 /**

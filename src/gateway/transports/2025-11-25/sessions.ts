@@ -6,6 +6,7 @@ import { EnvelopeError } from '../../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../../defaults.ts';
 import { sendError, sendRpcError } from '../../http/reply.ts';
 import { closeWhenUnread } from '../../http/unread-bound.ts';
+import { type ClientIdentity, initializingClient, sameClient } from '../../relay/client-identity.ts';
 import {
   type ClientSession,
   type GatewayOptions,
@@ -95,6 +96,8 @@ export class SessionTable {
    * a new session starts no process.
    */
   #spare: Promise<Upstream[]> | undefined;
+  /** The client the spare's upstreams were told of (none: everything the gateway can relay). */
+  #spareFor: ClientIdentity | undefined;
   /** Per-session upstreams kept for the info page when there is no spare to ask. */
   #pageOwn: Promise<Upstream[]> | undefined;
   #closing = false;
@@ -173,17 +176,22 @@ export class SessionTable {
     );
   }
 
-  #warmSpare(): void {
-    this.#spare = this.#closing || !this.#perSession ? undefined : startOwnUpstreams(this.#options.gateway);
+  #warmSpare(client?: ClientIdentity): void {
+    this.#spareFor = client;
+    this.#spare =
+      this.#closing || !this.#perSession ? undefined : startOwnUpstreams(this.#options.gateway, client);
   }
 
-  async #take(principal: string, once: boolean): Promise<ClientSession> {
+  async #take(principal: string, once: boolean, client: ClientIdentity): Promise<ClientSession> {
     // Claim the spare before awaiting it: two initializes arriving together must not get the same one.
     const claimed = this.#spare;
-    this.#warmSpare();
+    const spareFor = this.#spareFor;
+    // The next spare is told this client: the same client opening its next session is the common case.
+    this.#warmSpare(client);
     let own = await claimed;
-    // A spare none of whose upstreams started is no better than starting afresh.
-    if (own?.every((upstream) => !upstream.available)) {
+    // A spare none of whose upstreams started is no better than starting afresh, nor one told of
+    // another client: per-session upstreams are told who their client is and what it declared.
+    if (own && (own.every((upstream) => !upstream.available) || !sameClient(spareFor, client))) {
       await Promise.all(own.map((upstream) => upstream.close()));
       own = undefined;
     }
@@ -191,6 +199,7 @@ export class SessionTable {
       pool: this.pool,
       principal,
       once,
+      client,
       ...(own ? { own } : {}),
     });
   }
@@ -267,7 +276,7 @@ export class SessionTable {
     if (anonymous && authInfo?.extra) authInfo.extra.principal = pooled;
     let session: ClientSession;
     try {
-      session = await this.#take(pooled, anonymous);
+      session = await this.#take(pooled, anonymous, initializingClient(body));
     } catch (error) {
       const failure =
         error instanceof EnvelopeError ? error : new EnvelopeError('ADAPTER.EXECUTION.FAILED', String(error));

@@ -8,6 +8,7 @@ import { sendJson } from '../../http/reply.ts';
 import { closeWhenUnread } from '../../http/unread-bound.ts';
 import { errorResponse, requestIdOf } from '../../jsonrpc/messages.ts';
 import { advertisedCapabilities } from '../../relay/availability.ts';
+import { type ClientIdentity, capabilityGroup, requestingClient } from '../../relay/client-identity.ts';
 import { arrange, type GatewayOptions, startOwnUpstreams } from '../../relay/client-session.ts';
 import { Downstream, listenSink } from '../../relay/downstream.ts';
 import { listenedResources, MAX_OPEN_LISTENS, ResourceListens, tooManyListens } from '../../relay/listen.ts';
@@ -80,11 +81,14 @@ export class StatelessHttp {
   /** Serves one 2026-07-28 request for its principal (`authInfo.clientId`, the token's id). */
   async handle(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo?: AuthInfo): Promise<void> {
     const principal = authInfo?.clientId ?? '';
+    // Clients of a principal that declared the same capabilities share upstreams (client-identity.ts).
+    const client = requestingClient(body);
+    const group = `${principal}\u0000${capabilityGroup(client)}`;
     let lease: PoolLease | undefined;
     let session: PrincipalSession;
     try {
-      lease = await this.#options.pool.acquire(principal);
-      session = await this.#session(principal, lease.set);
+      lease = await this.#options.pool.acquire(principal, { client });
+      session = await this.#session(group, lease.set, principal === '', client);
     } catch (error) {
       lease?.release();
       const failure =
@@ -133,18 +137,23 @@ export class StatelessHttp {
     await Promise.all(opened.map(async ({ session }) => (await session.catch(() => undefined))?.close()));
   }
 
-  /** The principal's stateless side over its current shared set, built on first use. */
-  #session(principal: string, set: SharedSet): Promise<PrincipalSession> {
-    const existing = this.#sessions.get(principal);
+  /** A principal's stateless side for one capability group, over its current shared set, built on first use. */
+  #session(
+    group: string,
+    set: SharedSet,
+    anonymous: boolean,
+    client: ClientIdentity,
+  ): Promise<PrincipalSession> {
+    const existing = this.#sessions.get(group);
     if (existing?.set === set) return existing.session;
-    const session = this.#open(set, principal === '').catch((error: unknown) => {
-      if (this.#sessions.get(principal)?.session === session) this.#sessions.delete(principal);
+    const session = this.#open(set, anonymous, client).catch((error: unknown) => {
+      if (this.#sessions.get(group)?.session === session) this.#sessions.delete(group);
       throw error;
     });
-    this.#sessions.set(principal, { set, session });
+    this.#sessions.set(group, { set, session });
     // A set closes once idle: what was built over it goes too, and the next request builds anew.
     set.onClosed(() => {
-      if (this.#sessions.get(principal)?.session === session) this.#sessions.delete(principal);
+      if (this.#sessions.get(group)?.session === session) this.#sessions.delete(group);
       void session.then(
         (opened) => opened.close(),
         () => {},
@@ -153,9 +162,10 @@ export class StatelessHttp {
     return session;
   }
 
-  async #open(set: SharedSet, anonymous: boolean): Promise<PrincipalSession> {
+  async #open(set: SharedSet, anonymous: boolean, client: ClientIdentity): Promise<PrincipalSession> {
     const { gateway, maxBodyBytes, onError } = this.#options;
-    const own = await startOwnUpstreams(gateway);
+    // Requests of several clients share these: they are told what the clients declared, not who they are.
+    const own = await startOwnUpstreams(gateway, client, false);
     const upstreams = arrange(gateway, set.upstreams, own);
     if (upstreams.every((upstream) => !upstream.available)) {
       await Promise.all(own.map((upstream) => upstream.close()));
