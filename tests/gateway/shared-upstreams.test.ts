@@ -129,7 +129,7 @@ const sampled = (text: string) => async () => ({
 });
 
 describe('one upstream process per principal', () => {
-  it('serves every session of a principal, and its 2026-07-28 requests, from one process', async () => {
+  it('serves every session of a principal from one process, and its 2026-07-28 requests from one more', async () => {
     const tag = `shared-${randomUUID()}`;
     gateway = await start([fixture('fixture', tag)]);
     const fromA = await Promise.all(Array.from({ length: 5 }, () => session()));
@@ -143,10 +143,15 @@ describe('one upstream process per principal', () => {
     expect(processesTagged(tag).sort()).toEqual([Number(pidsA[0]), Number(pidsB[0])].sort());
     expect(gateway.sessionCount()).toBe(7);
 
+    // The client's era is part of what its upstreams are told (an upstream that speaks both is
+    // spoken to in the client's): a principal's 2026-07-28 requests share a process of their own.
     const modern = await session({ token: A, pinModern: true });
+    const again = await session({ token: A, pinModern: true });
     expect(modern.client.getProtocolEra()).toBe('modern');
-    expect(await pidOf(modern.client)).toBe(pidsA[0]);
-    expect(processesTagged(tag)).toHaveLength(2);
+    const modernPid = await pidOf(modern.client);
+    expect(modernPid).not.toBe(pidsA[0]);
+    expect(await pidOf(again.client)).toBe(modernPid);
+    expect(processesTagged(tag)).toHaveLength(3);
   });
 
   it('keeps the others working when one session ends, and keeps the process for the next session', async () => {

@@ -3,6 +3,7 @@ import type { ClientCapabilities } from '@modelcontextprotocol/client';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callLeg } from './era-2026-07-28.ts';
 import { gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
 import { BIN, NODE, ROOT, type Running, startListening } from './processes.ts';
 
@@ -131,6 +132,31 @@ describe.each([stdioFront, urlFront()])('a 2026-07-28-only upstream: $name', (fr
       const result = await client.callTool({ name: 'ask_model', arguments: { prompt: 'six times seven' } });
       expect(textOf(result)).toBe('model said: an answer to six times seven');
     });
+
+    if (era === '2026-07-28') {
+      it("relays the upstream's own round: its request keys, its state carried inside the gateway's", async () => {
+        const client = await connected(era, { sampling: {} });
+        const call = { name: 'ask_model', arguments: { prompt: 'by hand' } };
+        const round = await callLeg(client, call);
+        expect(round.resultType).toBe('input_required');
+        expect(Object.keys(round.inputRequests ?? {})).toEqual(['reply']);
+        const answer = { role: 'assistant', model: 'hand', content: { type: 'text', text: 'manual answer' } };
+        const done = await callLeg(client, {
+          ...call,
+          inputResponses: { reply: answer },
+          requestState: round.requestState,
+        });
+        expect(textOf(done as never)).toBe('model said: manual answer');
+        // A state is bound to its call: another call cannot redeem it.
+        const other = { name: 'ask_model', arguments: { prompt: 'something else' } };
+        const refused = await callLeg(client, {
+          ...other,
+          inputResponses: { reply: answer },
+          requestState: round.requestState,
+        }).catch((error: unknown) => error);
+        expect(refused).toMatchObject({ code: -32602 });
+      });
+    }
 
     it('passes on -32021 for a client that did not declare sampling, naming the capability', async () => {
       const client = await connected(era, {});

@@ -14,12 +14,19 @@ export type { ClientIdentity };
  * serve. A caller whose client is not known (the info page) takes the set of
  * everything the gateway can relay.
  */
-export function capabilityGroup(client: ClientIdentity | undefined): string {
+export function capabilityGroup(
+  client: ClientIdentity | undefined,
+  upstreams: { allModern?: boolean } = {},
+): string {
   if (!client) return '*';
+  // The era too: an upstream that speaks both is spoken to in its clients' era (protocol-era.ts).
+  const era = client.era ?? 'legacy';
+  // 2026-07-28 clients of upstreams that all speak it: each request tells its own capabilities.
+  if (era === 'modern' && upstreams.allModern) return 'modern *';
   try {
-    return canonicalize(client.capabilities ?? {});
+    return `${era} ${canonicalize(client.capabilities ?? {})}`;
   } catch {
-    return JSON.stringify(client.capabilities ?? {});
+    return `${era} ${JSON.stringify(client.capabilities ?? {})}`;
   }
 }
 
@@ -29,6 +36,7 @@ export function initializingClient(body: unknown): ClientIdentity {
   return {
     ...(isJsonObject(params.clientInfo) ? { info: params.clientInfo as Implementation } : {}),
     capabilities: isJsonObject(params.capabilities) ? (params.capabilities as ClientCapabilities) : {},
+    era: 'legacy',
   };
 }
 
@@ -42,6 +50,7 @@ export function requestingClient(body: unknown): ClientIdentity {
   return {
     ...(isJsonObject(info) ? { info: info as Implementation } : {}),
     capabilities: isJsonObject(capabilities) ? (capabilities as ClientCapabilities) : {},
+    era: 'modern',
   };
 }
 

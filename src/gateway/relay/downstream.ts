@@ -12,7 +12,7 @@ import { canonicalize } from '../../canonical/index.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { ANY_RESULT, toProtocolError } from '../jsonrpc/messages.ts';
 import type { ClientIdentity, Upstream, UpstreamRequestOptions } from '../upstreams/upstream.ts';
-import { InputRounds, type Progress, ROUND_METHODS } from './input-required.ts';
+import { InputRounds, invalidState, type Progress, ROUND_METHODS } from './input-required.ts';
 import type { SharedUpstreams } from './shared-upstreams.ts';
 
 /**
@@ -298,13 +298,16 @@ export class Downstream {
     if (shared && (method === 'resources/subscribe' || method === 'resources/unsubscribe'))
       return shared.subscription(upstream, this, method, params);
     if (shared && method === 'logging/setLevel') return shared.setLevel(upstream, this, params);
-    const send = (own: UpstreamRequestOptions): Promise<Result> => {
+    const send = (own: UpstreamRequestOptions, sent = params): Promise<Result> => {
       const options = client ? { ...own, client } : own;
-      if (!shared) return upstream.request(method, params, options);
+      if (!shared) return upstream.request(method, sent, options);
       const done = shared.begin(upstream, this);
-      return upstream.request(method, params, options).finally(done);
+      return upstream.request(method, sent, options).finally(done);
     };
     const identity = this.#identity.get(ctx);
+    if (identity !== undefined && method === ctx.mcpReq.method && upstream.modern) {
+      return this.#relayRounds(upstream, params, ctx, identity, send);
+    }
     if (identity !== undefined && method === ctx.mcpReq.method) {
       return this.rounds.run(ctx, {
         identity,
@@ -316,6 +319,38 @@ export class Downstream {
     const onprogress =
       token === undefined ? undefined : (progress: Progress) => this.#progress(ctx, token, progress);
     return send({ signal: ctx.mcpReq.signal, onprogress });
+  }
+
+  /**
+   * A 2026-07-28 client's call on a 2026-07-28 upstream: the upstream's own
+   * rounds go to the client as they are (its requests, its state inside the
+   * gateway's), and the client's retry back to the upstream with its answers
+   * and the upstream's state. Nothing is parked here.
+   */
+  async #relayRounds(
+    upstream: Upstream,
+    params: Record<string, unknown> | undefined,
+    ctx: ServerContext,
+    identity: string,
+    send: (options: UpstreamRequestOptions, sent?: Record<string, unknown>) => Promise<Result>,
+  ): Promise<Result> {
+    const round = this.rounds.relayedRound(ctx);
+    if (round && round.upstream !== upstream.name) throw invalidState();
+    // The client's answers go as it gave them (a first call may carry some already); the state
+    // the upstream gets is its own, never the gateway's.
+    const { inputResponses: _answers, requestState: _state, ...call } = params ?? {};
+    const answers = ctx.mcpReq.inputResponses;
+    const sent = {
+      ...call,
+      ...(answers === undefined ? {} : { inputResponses: answers }),
+      ...(round?.state === undefined ? {} : { requestState: round.state }),
+    };
+    const token = progressTokenOf(params?._meta);
+    const onprogress =
+      token === undefined ? undefined : (progress: Progress) => this.#progress(ctx, token, progress);
+    const result = await send({ signal: ctx.mcpReq.signal, onprogress, allowInputRequired: true }, sent);
+    if ((result as { resultType?: unknown }).resultType !== 'input_required') return result;
+    return this.rounds.relay(ctx, upstream.name, identity, result);
   }
 
   close(): void {

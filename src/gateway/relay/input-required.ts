@@ -93,9 +93,22 @@ function ambiguous(method: string, running: number): EnvelopeError {
   );
 }
 
-interface StatePayload {
-  call: string;
-  round: number;
+/**
+ * What a requestState names: a call parked here, at a round; or a round the
+ * upstream asked for itself (a 2026-07-28 upstream's own `input_required`),
+ * relayed with its state carried inside the gateway's.
+ */
+type StatePayload = { call: string; round: number } | RelayedRound;
+
+/** An upstream's own round: which upstream, for which call, and the state it gave (opaque to the gateway). */
+export interface RelayedRound {
+  upstream: string;
+  identity: string;
+  state?: string;
+}
+
+function isRelayed(state: unknown): state is RelayedRound {
+  return typeof state === 'object' && state !== null && typeof (state as RelayedRound).upstream === 'string';
 }
 
 interface Waiting {
@@ -107,7 +120,7 @@ interface Waiting {
 type Outcome = { ok: true; value: Result } | { ok: false; error: unknown };
 
 /** The SDK's own answer to state that fails verification, so every bad retry looks alike on the wire. */
-function invalidState(): ProtocolError {
+export function invalidState(): ProtocolError {
   return new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState', {
     reason: 'invalid_request_state',
   });
@@ -198,6 +211,7 @@ export class InputRounds {
   /** Live calls, most recently started or resumed last: the newest is the likeliest sender. */
   readonly #calls = new Map<string, ParkedCall>();
   readonly #byCtx = new WeakMap<ServerContext, ParkedCall>();
+  readonly #relayed = new WeakMap<ServerContext, RelayedRound>();
 
   constructor(options: InputRoundsOptions) {
     this.#options = options;
@@ -226,6 +240,12 @@ export class InputRounds {
   claim(ctx: ServerContext, identity: string): void {
     const state = ctx.mcpReq.requestState<StatePayload>();
     if (state === undefined) return;
+    if (isRelayed(state)) {
+      // The upstream keeps its own round: the retry goes to it with its state, if it names the same call.
+      if (state.identity !== identity) throw invalidState();
+      this.#relayed.set(ctx, state);
+      return;
+    }
     const call = typeof state === 'object' && state !== null ? this.#calls.get(state.call) : undefined;
     if (!call || call.ctx || call.round !== state.round || call.identity !== identity) throw invalidState();
     this.#activate(call, ctx);
@@ -246,6 +266,23 @@ export class InputRounds {
   run(ctx: ServerContext, request: RoundCall): Promise<Result> {
     const claimed = this.#byCtx.get(ctx);
     return this.#next(claimed && !claimed.done ? claimed : this.#start(ctx, request), ctx);
+  }
+
+  /** The upstream round a retry continues, when its state named one (`claim`). */
+  relayedRound(ctx: ServerContext): RelayedRound | undefined {
+    return this.#relayed.get(ctx);
+  }
+
+  /**
+   * An upstream's own `input_required`, relayed: its requests as it asked them,
+   * its state carried inside one the gateway signs (bound to the method and the
+   * caller, as every state here), so a retry reaches the same upstream with it
+   * and nothing is kept here meanwhile.
+   */
+  async relay(ctx: ServerContext, upstream: string, identity: string, result: Result): Promise<Result> {
+    const state = (result as { requestState?: unknown }).requestState;
+    const round: RelayedRound = { upstream, identity, ...(typeof state === 'string' ? { state } : {}) };
+    return { ...result, requestState: await this.#codec.mint(round, ctx) } as Result;
   }
 
   /** Hands an upstream server-to-client request to the newest live call; undefined when there is none. */

@@ -68,6 +68,7 @@ export function instantiate(
   const told = client
     ? {
         clientCapabilities: client.identity.capabilities ?? {},
+        ...(client.identity.era ? { clientEra: client.identity.era } : {}),
         ...(client.named && client.identity.info ? { clientInfo: client.identity.info } : {}),
       }
     : {};
@@ -224,7 +225,7 @@ export class UpstreamPool {
     options: { once?: boolean; client?: ClientIdentity } = {},
   ): Promise<PoolLease> {
     if (this.#closed) throw new EnvelopeError('DEPENDENCY_UNAVAILABLE', 'The gateway is shutting down');
-    const group = capabilityGroup(options.client);
+    const group = capabilityGroup(options.client, this.#eraOfAll());
     const key = `${principal}\u0000${group}`;
     let entry = this.#sets.get(key);
     if (entry && gaveUp(entry)) {
@@ -280,6 +281,15 @@ export class UpstreamPool {
     await Promise.all(entries.map((entry) => this.#closers.get(entry)?.()));
   }
 
+  /** Whether every shared upstream was found to speak 2026-07-28, where capabilities are told per request. */
+  #eraOfAll(): { allModern: boolean } {
+    return {
+      allModern: this.#configured.every(
+        ({ name, options }) => (options?.eras ?? this.#gateway.upstream?.eras)?.speaksModern(name) === true,
+      ),
+    };
+  }
+
   #open(client?: ClientIdentity): Entry {
     const listeners = new Set<() => void>();
     const upstreams = instantiate(
@@ -299,7 +309,7 @@ export class UpstreamPool {
       },
     };
     const entry: Entry = {
-      group: capabilityGroup(client),
+      group: capabilityGroup(client, this.#eraOfAll()),
       ready: startUpstreams(this.#gateway, upstreams).then(() => {
         entry.started ||= upstreams.some((upstream) => upstream.available);
         return set;

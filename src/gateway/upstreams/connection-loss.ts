@@ -19,9 +19,11 @@ function httpStatus(error: unknown): unknown {
   return (error as { data?: { status?: unknown } }).data?.status;
 }
 
-export function connectionVerdict(error: unknown): ConnectionVerdict {
-  // A 404 on a session means the server lost it: restarted, or the session expired.
-  if (httpStatus(error) === 404) return 'lost';
+/** `stateless`: the connection speaks 2026-07-28, which has no session to lose. */
+export function connectionVerdict(error: unknown, stateless = false): ConnectionVerdict {
+  // A 404 on a session means the server lost it: restarted, or the session expired. Without a
+  // session, it is the server's answer to a method it does not know.
+  if (httpStatus(error) === 404) return stateless ? 'unrelated' : 'lost';
   // undici's one message for every network failure (refused, reset, unreachable, TLS).
   if (error instanceof TypeError && error.message === 'fetch failed') return 'lost';
   if (

@@ -18,7 +18,18 @@ export const LEGACY_VERDICT_HORIZON_MS = 10 * 60_000;
 /** How long a stdio upstream may take to answer the probe before it is taken for a 2025-era server. */
 export const STDIO_PROBE_TIMEOUT_MS = 5_000;
 
-type Verdict = { era: 'modern'; version: string } | { era: 'legacy'; at: number };
+/**
+ * What an upstream was found to speak: 2026-07-28 (`modern`, perhaps the 2025
+ * handshake too), 2026-07-28 alone (`modern-only`: it refused the 2025
+ * handshake), or the 2025 handshake alone (`legacy`, dated: see the horizon).
+ */
+type Verdict =
+  | { era: 'modern'; version: string }
+  | { era: 'modern-only'; version: string }
+  | { era: 'legacy'; at: number };
+
+/** The era of the client(s) a connection serves: it is spoken to in theirs where the upstream speaks both. */
+export type ClientEra = 'legacy' | 'modern';
 
 /**
  * What each upstream was found to speak, kept for the gateway's life and
@@ -30,15 +41,21 @@ type Verdict = { era: 'modern'; version: string } | { era: 'legacy'; at: number 
 export class EraMemory {
   readonly #verdicts = new Map<string, Verdict>();
 
-  remember(upstream: string, era: 'modern' | 'legacy', version: string | undefined): void {
+  remember(upstream: string, era: Verdict['era'], version: string | undefined): void {
     this.#verdicts.set(
       upstream,
-      era === 'modern' ? { era, version: version ?? MODERN_REVISION } : { era, at: Date.now() },
+      era === 'legacy' ? { era, at: Date.now() } : { era, version: version ?? MODERN_REVISION },
     );
   }
 
   forget(upstream: string): void {
     this.#verdicts.delete(upstream);
+  }
+
+  /** Whether `upstream` was found to speak 2026-07-28 (where each request carries its client's capabilities). */
+  speaksModern(upstream: string): boolean {
+    const era = this.#verdicts.get(upstream)?.era;
+    return era === 'modern' || era === 'modern-only';
   }
 
   /** The verdict still trusted for `upstream`, if any. */
@@ -58,28 +75,45 @@ export interface Negotiation {
   prior?: PriorDiscovery;
   /** Whether this attempt probes with no verdict to go on (a failure may then mean a 2025-era server). */
   probing: boolean;
+  /** The 2025 handshake tried first for 2025-era clients: refused as an unknown version, 2026-07-28 is next. */
+  legacyFirst?: boolean;
 }
 
+/** The negotiation after the 2025 handshake was refused: the server speaks 2026-07-28 alone. */
+export const MODERN_ONLY: Negotiation = {
+  versionNegotiation: { mode: { pin: MODERN_REVISION } },
+  probing: false,
+};
+
 /**
- * The negotiation for the next connection: a pin is honoured as configured;
- * under `auto`, a remembered 2026-07-28 verdict is pinned (one `server/discover`,
- * which also refreshes what the server offers), a remembered 2025-era verdict
- * skips the probe, and otherwise the server is probed.
+ * The negotiation for the next connection. A pin is honoured as configured.
+ * Under `auto`, the connection speaks its clients' era where the upstream
+ * speaks both (the eras differ in more than framing: 2025-era servers push
+ * requests to their client, take logging/setLevel and subscriptions), and the
+ * other where it speaks only that one: for 2025-era clients the 2025 handshake
+ * first, 2026-07-28 when that is refused; for 2026-07-28 clients a remembered
+ * 2026-07-28 verdict is pinned (one `server/discover`, which also refreshes
+ * what the server offers), a remembered 2025-era one skips the probe, and
+ * otherwise the server is probed.
  */
 export function negotiationFor(
   protocol: UpstreamProtocol,
   remembered: Verdict | undefined,
   kind: 'stdio' | 'http',
   startTimeoutMs: number,
+  clientEra: ClientEra = 'legacy',
 ): Negotiation {
   if (protocol === '2025-11-25') return { versionNegotiation: { mode: 'legacy' }, probing: false };
   if (protocol === MODERN_REVISION)
     return { versionNegotiation: { mode: { pin: protocol } }, probing: false };
-  if (remembered?.era === 'modern') {
-    return { versionNegotiation: { mode: { pin: remembered.version } }, probing: false };
-  }
   if (remembered?.era === 'legacy') {
     return { versionNegotiation: { mode: 'auto' }, prior: { kind: 'legacy' }, probing: false };
+  }
+  if (remembered?.era === 'modern-only' || (remembered?.era === 'modern' && clientEra === 'modern')) {
+    return { versionNegotiation: { mode: { pin: remembered.version } }, probing: false };
+  }
+  if (clientEra === 'legacy') {
+    return { versionNegotiation: { mode: 'legacy' }, probing: false, legacyFirst: true };
   }
   // On stdio a third of the start's time at most, so a server that ignores the probe is
   // started again and answers initialize within the same start timeout.

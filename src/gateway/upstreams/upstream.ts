@@ -17,6 +17,7 @@ import {
   ProtocolError,
   SdkError,
   SdkErrorCode,
+  SdkHttpError,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
 import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../../canonical/index.ts';
@@ -28,7 +29,14 @@ import { ANY_RESULT } from '../jsonrpc/messages.ts';
 import { collectPages } from '../jsonrpc/pagination.ts';
 import { ChildProcessTransport, causeLines, StderrRing } from './child-transport.ts';
 import { connectionVerdict, lossReason } from './connection-loss.ts';
-import { EraMemory, type Negotiation, negotiationFor, type UpstreamProtocol } from './protocol-era.ts';
+import {
+  type ClientEra,
+  EraMemory,
+  MODERN_ONLY,
+  type Negotiation,
+  negotiationFor,
+  type UpstreamProtocol,
+} from './protocol-era.ts';
 import { credentialsOf, keepForOperator, redactSecrets } from './redact.ts';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy, restartsInARow } from './restart-policy.ts';
 import { type ResultBudget, serializedSizeOf, setResultBudget } from './result-budget.ts';
@@ -83,6 +91,8 @@ export interface UpstreamOptions {
   clientCapabilities?: ClientCapabilities;
   /** The protocol revision spoken to the upstream: the newest it supports (`auto`, the default), or a pinned one. */
   protocol?: UpstreamProtocol;
+  /** The era of the client(s) it serves, spoken where the upstream speaks both (protocol-era.ts); default 2025. */
+  clientEra?: ClientEra;
   /**
    * What each upstream was found to speak, shared by every connection the
    * gateway opens to it (protocol-era.ts). Not a setting: the gateway passes
@@ -109,11 +119,19 @@ export interface UpstreamHooks {
 export interface ClientIdentity {
   info?: Implementation | undefined;
   capabilities?: ClientCapabilities | undefined;
+  /** The era the client speaks: 2025 sessions (`legacy`) or 2026-07-28 requests (`modern`). */
+  era?: ClientEra | undefined;
 }
 
 export interface UpstreamRequestOptions {
   /** The downstream client the request is for; without it, the gateway asks for itself. */
   client?: ClientIdentity;
+  /**
+   * A 2026-07-28 upstream's `input_required` is returned as the result, for
+   * the client to answer, instead of being answered through the gateway's
+   * server-to-client handlers (a 2026-07-28 client gets the upstream's own rounds).
+   */
+  allowInputRequired?: boolean;
   signal?: AbortSignal;
   onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
   timeoutMs?: number;
@@ -401,6 +419,7 @@ export class Upstream {
       this.#eras.recall(this.name),
       this.spec.kind,
       this.#startTimeoutMs,
+      this.#options.clientEra,
     );
     let connection = this.#open(negotiation);
     this.#enter({ kind: 'starting', connection, attempt, ...(down ? { down } : {}) });
@@ -427,6 +446,20 @@ export class Upstream {
       this.#enter({ kind: 'starting', connection, attempt, ...(down ? { down } : {}) });
       error = await this.#handshake(connection, legacy.prior, Math.max(deadline - Date.now(), 1));
     }
+    let modernOnly = false;
+    if (
+      error !== undefined &&
+      negotiation.legacyFirst &&
+      refusedVersion(error) &&
+      this.#isStarting(connection)
+    ) {
+      // The 2025 handshake refused as an unknown version: the server speaks 2026-07-28 alone.
+      await this.#discard(connection);
+      connection = this.#open(MODERN_ONLY);
+      this.#enter({ kind: 'starting', connection, attempt, ...(down ? { down } : {}) });
+      error = await this.#handshake(connection, undefined, Math.max(deadline - Date.now(), 1));
+      modernOnly = error === undefined;
+    }
     connection.stderrGate?.release();
     if (error !== undefined) {
       // A stdio server that failed the probe and the handshake both is tried in the 2025
@@ -441,7 +474,11 @@ export class Upstream {
       throw failure;
     }
     const era = connection.client.getProtocolEra();
-    if (era) this.#eras.remember(this.name, era, connection.client.getNegotiatedProtocolVersion());
+    const version = connection.client.getNegotiatedProtocolVersion();
+    if (modernOnly) this.#eras.remember(this.name, 'modern-only', version);
+    // A 2025 handshake that a 2025-era client's connection asked for says nothing of 2026-07-28.
+    else if (era === 'modern' || (era === 'legacy' && !negotiation.legacyFirst))
+      this.#eras.remember(this.name, era, version);
     this.#started(connection);
   }
 
@@ -507,7 +544,28 @@ export class Upstream {
     this.#enter({ kind: 'ready', connection, since: Date.now(), restarts: state.attempt, probing: false });
     // Its transport closed between the answer and now: lost at once.
     if (connection.ended) this.#ended(connection);
-    else if (state.down) for (const listener of [...this.#recoveryListeners]) listener();
+    else {
+      this.#listenForChanges(connection);
+      if (state.down) for (const listener of [...this.#recoveryListeners]) listener();
+    }
+  }
+
+  /**
+   * A 2026-07-28 server tells of changed lists only on a subscription: one is
+   * opened for the lists it says change, for the connection's life, and what it
+   * tells arrives as any notification does (the 2025 handshake's are unsolicited).
+   */
+  #listenForChanges(connection: Connection): void {
+    if (connection.client.getProtocolEra() !== 'modern') return;
+    const capabilities = connection.client.getServerCapabilities() ?? {};
+    const filter = {
+      ...(capabilities.tools?.listChanged ? { toolsListChanged: true } : {}),
+      ...(capabilities.prompts?.listChanged ? { promptsListChanged: true } : {}),
+      ...(capabilities.resources?.listChanged ? { resourcesListChanged: true } : {}),
+    };
+    if (Object.keys(filter).length === 0) return;
+    // A server that refuses the subscription still serves; its lists are read afresh on each listing.
+    connection.client.listen(filter).catch(() => {});
   }
 
   /** Event: the attempt to start failed. Retried after the backoff, until the budget is spent. */
@@ -644,7 +702,7 @@ export class Upstream {
   #onHttpError(connection: Connection, error: unknown): void {
     const state = this.#state;
     if (state.kind !== 'ready' || state.connection !== connection || state.losing !== undefined) return;
-    const verdict = connectionVerdict(error);
+    const verdict = connectionVerdict(error, connection.client.getProtocolEra() === 'modern');
     if (verdict === 'lost') this.#lose(connection, lossReason(error));
     else if (verdict === 'suspect' && !state.probing) {
       // One broken stream may be just that stream: the server decides by answering a ping.
@@ -816,6 +874,7 @@ export class Upstream {
         signal: options.signal,
         onprogress: options.onprogress,
         timeout: timeoutMs,
+        ...(options.allowInputRequired ? { allowInputRequired: true } : {}),
       })) as Result;
       this.#refuseTooDeep(method, result);
       if (this.spec.kind === 'http') this.#holdHttpAnswer(result);
@@ -873,6 +932,8 @@ export class Upstream {
   }
 
   #translate(error: unknown, method: string, timeoutMs: number): unknown {
+    const answered = answeredError(error);
+    if (answered) return answered;
     if (error instanceof SdkError) {
       if (error.code === SdkErrorCode.RequestTimeout) {
         return new EnvelopeError(
@@ -916,6 +977,31 @@ export class Upstream {
   kill(signal: NodeJS.Signals = 'SIGKILL'): void {
     const transport = this.#latest?.transport;
     if (transport instanceof ChildProcessTransport) transport.kill(signal);
+  }
+}
+
+/** Whether a failed handshake was the server refusing the protocol version (-32022). */
+function refusedVersion(error: unknown): boolean {
+  const answered = answeredError(error) ?? error;
+  return (answered as { code?: unknown } | null)?.code === -32022;
+}
+
+/**
+ * The JSON-RPC error an HTTP upstream answered with a status the SDK's
+ * transport takes for a failure (a 404 for an unknown method, a 400 it did not
+ * match to a request): the server's own answer, to be passed on as such.
+ */
+function answeredError(error: unknown): ProtocolError | undefined {
+  if (!(error instanceof SdkHttpError)) return undefined;
+  const text = error.data.text;
+  if (typeof text !== 'string' || text.length > 64 * 1024) return undefined;
+  try {
+    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown; data?: unknown } };
+    const answered = body?.error;
+    if (typeof answered?.code !== 'number' || typeof answered.message !== 'string') return undefined;
+    return new ProtocolError(answered.code, answered.message, answered.data);
+  } catch {
+    return undefined;
   }
 }
 
