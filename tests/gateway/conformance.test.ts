@@ -1,46 +1,22 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURE, NODE, ROOT, type Running, startListening, startProxyHttp } from './processes.ts';
+import { parseSummary, runSuite, type ScenarioResult, SUITE, totals } from '../support/conformance-suite.ts';
+import { FIXTURE, type Running, startListening, startProxyHttp } from './processes.ts';
 
-// The official suite, run as its own CLI against a URL.
-const SUITE = join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
+// The official suite's 0.1 release, run as its own CLI against a URL
+// (conformance-revisions.test.ts runs the 0.2 release, per protocol revision).
 const SUITE_TIMEOUT_MS = 120_000;
-
-interface ScenarioResult {
-  scenario: string;
-  passed: number;
-  failed: number;
-}
 
 interface Suite {
   results: Map<string, ScenarioResult>;
   output: string;
 }
 
-function runSuite(args: string[], cwd: string, timeoutMs: number): Promise<string> {
-  return new Promise((resolve) => {
-    execFile(NODE, [SUITE, ...args], { cwd, timeout: timeoutMs }, (_error, stdout, stderr) =>
-      resolve(`${stdout}\n${stderr}`),
-    );
-  });
-}
-
-/** Per-scenario lines of the suite's summary: `✓ name: 2 passed, 0 failed`. */
-function parseSummary(output: string): Map<string, ScenarioResult> {
-  const results = new Map<string, ScenarioResult>();
-  for (const match of output.matchAll(/^[✓✗]\s+(\S+):\s*(\d+) passed,\s*(\d+) failed/gm)) {
-    const scenario = match[1] as string;
-    results.set(scenario, { scenario, passed: Number(match[2]), failed: Number(match[3]) });
-  }
-  return results;
-}
-
 /** The whole suite against a URL, once: a scenario that fails is not run again, so flakiness shows. */
 async function runAll(url: string, cwd: string): Promise<Suite> {
-  const output = await runSuite(['server', '--url', url, '--suite', 'all'], cwd, SUITE_TIMEOUT_MS);
+  const { output } = await runSuite(SUITE, ['server', '--url', url, '--suite', 'all'], cwd, SUITE_TIMEOUT_MS);
   return { results: parseSummary(output), output };
 }
 
@@ -53,16 +29,6 @@ function report(name: string, suite: Suite, scenarios: readonly string[]): strin
       : `  ${scenario}: missing from the summary`;
   });
   return `${name}, failing scenarios:\n${lines.join('\n')}\n--- ${name} suite output ---\n${suite.output}`;
-}
-
-function summary(results: Map<string, ScenarioResult>): { passed: number; failed: number } {
-  let passed = 0;
-  let failed = 0;
-  for (const result of results.values()) {
-    passed += result.passed;
-    failed += result.failed;
-  }
-  return { passed, failed };
 }
 
 describe('official MCP conformance suite', () => {
@@ -89,8 +55,8 @@ describe('official MCP conformance suite', () => {
     const [direct, proxied] = await Promise.all([runAll(upstream.url, cwd), runAll(gateway.url, cwd)]);
     const scenarios = [...direct.results.keys()];
     expect(scenarios.length, direct.output).toBeGreaterThanOrEqual(30);
-    const directTotals = summary(direct.results);
-    const gatewayTotals = summary(proxied.results);
+    const directTotals = totals(direct.results.values());
+    const gatewayTotals = totals(proxied.results.values());
     process.stderr.write(
       `conformance: server ${directTotals.passed} passed / ${directTotals.failed} failed; ` +
         `gateway ${gatewayTotals.passed} passed / ${gatewayTotals.failed} failed\n`,
