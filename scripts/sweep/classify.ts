@@ -14,7 +14,8 @@
  *
  * Classes, from best to worst:
  * - `identical`: the answer matches the pattern as a whole (`isError: false`
- *   counts as absent).
+ *   counts as absent, and so do the 2026-07-28 wire's `resultType: "complete"`
+ *   and `_meta["io.modelcontextprotocol/serverInfo"]`, on either side).
  * - `intact`: every upstream content block is in the answer's `content` as a
  *   block of its own type, deep-equal; upstream `structuredContent` is found
  *   deep-equal in the answer's `structuredContent` or as the JSON of a text;
@@ -433,11 +434,25 @@ export function stripGatewayMeta(value: unknown, depth = 0): unknown {
   return out;
 }
 
-/** A result as compared: `isError: false` is the same as no isError. */
+/** The member of a result's `_meta` the 2026-07-28 wire adds to every result: who answered. */
+const SERVER_INFO_META = 'io.modelcontextprotocol/serverInfo';
+
+/**
+ * A result as compared: `isError: false` is the same as no isError, and what
+ * the 2026-07-28 wire adds to every result (`resultType: "complete"`, the
+ * answering server's identity in `_meta`) is left out on either side, so that
+ * answers of the two eras compare by what the tool produced.
+ */
 function normalized(result: Record<string, unknown>): Record<string, unknown> {
-  if (result.isError !== false) return result;
-  const { isError: _isError, ...rest } = result;
-  return rest;
+  const { isError, resultType, _meta, ...rest } = result;
+  const out: Record<string, unknown> = rest;
+  if (isError !== undefined && isError !== false) out.isError = isError;
+  if (resultType !== undefined && resultType !== 'complete') out.resultType = resultType;
+  if (isPlainObject(_meta) && SERVER_INFO_META in _meta) {
+    const { [SERVER_INFO_META]: _serverInfo, ...kept } = _meta;
+    if (Object.keys(kept).length > 0) out._meta = kept;
+  } else if (_meta !== undefined) out._meta = _meta;
+  return out;
 }
 
 function excerpt(value: unknown, max = 160): string {

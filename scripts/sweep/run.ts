@@ -5,6 +5,7 @@
  * answer classified against the direct ones (classify.ts). See scripts/sweep/README.md.
  *
  * Usage: node scripts/sweep/run.ts [--servers a,b] [--modes m,n] [--transports stdio,http]
+ *                                  [--client-era 2025-11-25|2026-07-28]
  *                                  [--out FILE-OR-DIR] [--capture DIR] [--timeout MS]
  * Scratch: $SWEEP_DIR, else <os tmpdir>/mcp-envelope-sweep.
  */
@@ -29,6 +30,8 @@ import { install, packageDir } from './install.ts';
 import { type Scratch, SERVERS, type ServerSpec, type ToolArguments } from './servers.ts';
 import {
   BIN,
+  CLIENT_ERAS,
+  type ClientEra,
   MODES,
   type Mode,
   NODE,
@@ -38,6 +41,7 @@ import {
   TRANSPORTS,
   type Transport,
   type Upstream,
+  upstreamProtocol,
 } from './session.ts';
 
 const SHORT: Record<CallClass, string> = {
@@ -85,18 +89,21 @@ interface ServerReport {
   package: string;
   version: string;
   covers: string;
+  /** The newest revision the server speaks (what the gateway negotiates with it); null when not found. */
+  upstreamProtocol: string | null;
   error?: string;
   tools: number;
   skipped: { tool: string; reason: string }[];
   toolsList: Record<string, ListReport>;
   calls: CallReport[];
-  passes: Record<string, { ms: number; reopened?: number; error?: string }>;
+  /** Per pass; `protocol` is the revision the sweep's client negotiated (with the server, or with the gateway). */
+  passes: Record<string, { ms: number; protocol?: string; reopened?: number; error?: string }>;
 }
 
 function usage(): never {
   console.error(
     'usage: node scripts/sweep/run.ts [--servers a,b] [--modes m,n] [--transports stdio,http] ' +
-      '[--out FILE-OR-DIR] [--capture DIR] [--timeout MS]',
+      `[--client-era ${CLIENT_ERAS.join('|')}] [--out FILE-OR-DIR] [--capture DIR] [--timeout MS]`,
   );
   process.exit(2);
 }
@@ -176,6 +183,8 @@ interface PassResult {
   tools: Tool[] | null;
   outcomes: Map<string, { outcome: Outcome; ms: number }>;
   ms: number;
+  /** The revision the client negotiated (the last session opened). */
+  protocol?: string;
   reopened: number;
   error?: string;
 }
@@ -187,20 +196,23 @@ async function runPass(
   target: Target,
   calls: PlannedCall[] | null,
   timeoutMs: number,
+  era: ClientEra,
   onTools?: (tools: Tool[]) => PlannedCall[],
 ): Promise<PassResult> {
   const started = performance.now();
   reset(spec, at);
   const upstream = upstreamOf(spec, at);
-  const open = () => openSession({ upstream, target, root: at.work, timeoutMs, name: spec.name });
+  const open = () => openSession({ upstream, target, root: at.work, timeoutMs, name: spec.name, era });
   const outcomes = new Map<string, { outcome: Outcome; ms: number }>();
   let session: Session | undefined;
   let reopened = 0;
   let error: string | undefined;
   let tools: Tool[] | null = null;
+  let protocol: string | undefined;
   try {
     session = await open();
     tools = session.tools;
+    protocol = session.protocol;
   } catch (failure) {
     error = (failure as Error).message;
   }
@@ -225,6 +237,7 @@ async function runPass(
         reopened++;
         try {
           session = await open();
+          protocol = session.protocol;
         } catch (failure) {
           error += `; reopen failed: ${(failure as Error).message}`;
         }
@@ -236,8 +249,18 @@ async function runPass(
     tools,
     outcomes,
     ms: Math.round(performance.now() - started),
+    ...(protocol === undefined ? {} : { protocol }),
     reopened,
     ...(error === undefined ? {} : { error }),
+  };
+}
+
+function passEntry(pass: PassResult): ServerReport['passes'][string] {
+  return {
+    ms: pass.ms,
+    ...(pass.protocol ? { protocol: pass.protocol } : {}),
+    ...(pass.reopened ? { reopened: pass.reopened } : {}),
+    ...(pass.error ? { error: pass.error.slice(0, 3000) } : {}),
   };
 }
 
@@ -252,6 +275,7 @@ async function sweepServer(
   modes: Mode[],
   transports: Transport[],
   timeoutMs: number,
+  era: ClientEra,
   capture: string | undefined,
 ): Promise<ServerReport> {
   const at = scratchOf(root, spec);
@@ -260,6 +284,7 @@ async function sweepServer(
     package: spec.package,
     version: spec.version,
     covers: spec.covers,
+    upstreamProtocol: null,
     tools: 0,
     skipped: [],
     toolsList: {},
@@ -267,13 +292,24 @@ async function sweepServer(
     passes: {},
   };
   let calls: PlannedCall[] = [];
-  const first = await runPass(spec, at, { kind: 'direct' }, null, timeoutMs, (tools) => {
+  const first = await runPass(spec, at, { kind: 'direct' }, null, timeoutMs, era, (tools) => {
     const planned = plan(spec, at, tools);
     report.skipped = planned.skipped;
     calls = planned.calls;
     return calls;
   });
-  report.passes.direct = { ms: first.ms, ...(first.error ? { error: first.error } : {}) };
+  report.passes.direct = passEntry(first);
+  // What the server speaks at its newest: the direct passes negotiate it in the
+  // 2026 era; in the 2025 era they do not, so one `auto` connection asks.
+  if (era === '2026-07-28') report.upstreamProtocol = first.protocol ?? null;
+  else {
+    reset(spec, at);
+    try {
+      report.upstreamProtocol = await upstreamProtocol(upstreamOf(spec, at), at.work, timeoutMs);
+    } catch (error) {
+      console.error(`  upstream revision unknown: ${(error as Error).message.slice(0, 300)}`);
+    }
+  }
   if (!first.tools) {
     report.error = `direct session failed: ${first.error}`;
     return report;
@@ -292,21 +328,17 @@ async function sweepServer(
     }
   }
 
-  const second = await runPass(spec, at, { kind: 'direct' }, calls, timeoutMs);
-  report.passes['direct-again'] = { ms: second.ms, ...(second.error ? { error: second.error } : {}) };
+  const second = await runPass(spec, at, { kind: 'direct' }, calls, timeoutMs, era);
+  report.passes['direct-again'] = passEntry(second);
 
   const passthroughBytes: Partial<Record<Transport, number>> = {};
   const answers = new Map<string, PassResult>();
   for (const mode of modes) {
     for (const transport of transports) {
       const column = `${mode}/${transport}`;
-      const pass = await runPass(spec, at, { kind: 'gateway', mode, transport }, calls, timeoutMs);
+      const pass = await runPass(spec, at, { kind: 'gateway', mode, transport }, calls, timeoutMs, era);
       answers.set(column, pass);
-      report.passes[column] = {
-        ms: pass.ms,
-        ...(pass.reopened ? { reopened: pass.reopened } : {}),
-        ...(pass.error ? { error: pass.error.slice(0, 3000) } : {}),
-      };
+      report.passes[column] = passEntry(pass);
       if (pass.tools) {
         const bytes = toolsBytes(pass.tools);
         if (mode === 'passthrough') passthroughBytes[transport] = bytes;
@@ -334,8 +366,8 @@ async function sweepServer(
 
   // A third direct run, after the gateway's: what changed since the first two
   // (a clock that ticked over, a counter) is volatile too.
-  const last = await runPass(spec, at, { kind: 'direct' }, calls, timeoutMs);
-  report.passes['direct-last'] = { ms: last.ms, ...(last.error ? { error: last.error } : {}) };
+  const last = await runPass(spec, at, { kind: 'direct' }, calls, timeoutMs, era);
+  report.passes['direct-last'] = passEntry(last);
 
   for (const call of calls) {
     const direct = first.outcomes.get(call.id) as { outcome: Outcome; ms: number };
@@ -448,12 +480,22 @@ function shortMode(mode: string): string {
   return mode.replace(/-v\d.*$/, '').replace('passthrough', 'pass');
 }
 
-function printTable(reports: ServerReport[], modes: Mode[], transports: Transport[]): string {
+/** What the sweep's client spoke, as the table's first line says it. */
+function eraLine(era: ClientEra): string {
+  return era === '2026-07-28'
+    ? 'client era 2026-07-28: pinned to 2026-07-28 through the gateway, auto negotiation directly'
+    : 'client era 2025-11-25: the 2025 initialize handshake, directly and through the gateway';
+}
+
+function printTable(reports: ServerReport[], modes: Mode[], transports: Transport[], era: ClientEra): string {
   const columns = modes.flatMap((mode) => transports.map((transport) => `${mode}/${transport}`));
-  const heads = columns.map((column) => {
-    const [mode, transport] = column.split('/') as [string, string];
-    return `${shortMode(mode)}/${transport}`;
-  });
+  const heads = [
+    'upstream',
+    ...columns.map((column) => {
+      const [mode, transport] = column.split('/') as [string, string];
+      return `${shortMode(mode)}/${transport}`;
+    }),
+  ];
   const rows: string[][] = [];
   const totals = new Map<string, CallClass[]>();
   for (const report of reports) {
@@ -462,15 +504,17 @@ function printTable(reports: ServerReport[], modes: Mode[], transports: Transpor
       totals.set(column, [...(totals.get(column) ?? []), ...(classes.filter(Boolean) as CallClass[])]);
       return report.error ? 'failed' : formatCounts(countClasses(classes));
     });
-    rows.push([`${report.name} (${report.calls.length})`, ...cells]);
+    rows.push([`${report.name} (${report.calls.length})`, report.upstreamProtocol ?? '?', ...cells]);
   }
   const callCount = reports.reduce((sum, report) => sum + report.calls.length, 0);
   rows.push([
     `total (${callCount})`,
+    '',
     ...columns.map((column) => formatCounts(countClasses(totals.get(column) ?? []))),
   ]);
   rows.push([
     'tools/list ×',
+    '',
     ...columns.map((column) => {
       const [, transport] = column.split('/') as [string, Transport];
       let sum = 0;
@@ -495,6 +539,7 @@ function printTable(reports: ServerReport[], modes: Mode[], transports: Transpor
   const line = (cells: string[]) =>
     cells.map((cell, index) => cell.padEnd(widths[index] as number)).join(' | ');
   const out = [
+    eraLine(era),
     line(['server', ...heads]),
     widths.map((width) => '-'.repeat(width)).join('-|-'),
     ...rows.slice(0, -2).map(line),
@@ -539,6 +584,7 @@ async function main(): Promise<void> {
         out: { type: 'string' },
         capture: { type: 'string' },
         timeout: { type: 'string' },
+        'client-era': { type: 'string' },
       },
       allowPositionals: false,
     });
@@ -553,6 +599,11 @@ async function main(): Promise<void> {
   const transports = list(options.transports, TRANSPORTS, 'transport');
   const timeoutMs = options.timeout ? Number(options.timeout) : 20_000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) usage();
+  const era = (options['client-era'] ?? CLIENT_ERAS[0]) as ClientEra;
+  if (!CLIENT_ERAS.includes(era)) {
+    console.error(`unknown client era: ${era} (one of ${CLIENT_ERAS.join(', ')})`);
+    process.exit(2);
+  }
   const root = resolve(process.env.SWEEP_DIR || join(tmpdir(), 'mcp-envelope-sweep'));
   mkdirSync(root, { recursive: true });
   let out = resolve(options.out ?? join(root, 'report.json'));
@@ -566,7 +617,8 @@ async function main(): Promise<void> {
   const started = new Date();
   const t0 = performance.now();
   console.error(
-    `sweep: scratch ${root}; ${picked.length} servers × ${modes.length} modes × ${transports.join('+')}`,
+    `sweep: scratch ${root}; ${picked.length} servers × ${modes.length} modes × ${transports.join('+')}; ` +
+      `client era ${era}`,
   );
   const build = gatewayBuild();
   console.error(
@@ -585,13 +637,14 @@ async function main(): Promise<void> {
     console.error(`${spec.name}: ${spec.package}@${spec.version}`);
     let report: ServerReport;
     try {
-      report = await sweepServer(spec, root, modes, transports, timeoutMs, capture);
+      report = await sweepServer(spec, root, modes, transports, timeoutMs, era, capture);
     } catch (error) {
       report = {
         name: spec.name,
         package: spec.package,
         version: spec.version,
         covers: spec.covers,
+        upstreamProtocol: null,
         error: (error as Error).stack ?? String(error),
         tools: 0,
         skipped: [],
@@ -605,7 +658,7 @@ async function main(): Promise<void> {
     reports.push(report);
   }
   const durationMs = Math.round(performance.now() - t0);
-  const table = printTable(reports, modes, transports);
+  const table = printTable(reports, modes, transports, era);
   const skipped = reports.flatMap((report) =>
     report.skipped.map((item) => `  ${report.name} ${item.tool}: ${item.reason}`),
   );
@@ -623,6 +676,7 @@ async function main(): Promise<void> {
     node: process.version,
     gateway: build,
     scratch: root,
+    clientEra: era,
     modes,
     transports,
     timeoutMs,

@@ -7,10 +7,20 @@
  * `tools/call` requests and the answer is read off the wire, before the SDK's
  * own checks (output-schema validation would otherwise turn a gateway's
  * answer into a client-side exception and hide it).
+ *
+ * The client speaks one of two eras: `2025-11-25` (the SDK's default, the
+ * 2025 `initialize` handshake everywhere) or `2026-07-28` (pinned to that
+ * revision through the gateway; `auto` negotiation straight to the upstream,
+ * so that a server that speaks only the 2025 revision is still reached).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Client, StreamableHTTPClientTransport, type Tool } from '@modelcontextprotocol/client';
+import {
+  Client,
+  StreamableHTTPClientTransport,
+  type Tool,
+  type VersionNegotiationOptions,
+} from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
 import { SAFE_ENVIRONMENT } from '../../src/gateway/upstreams/child-transport.ts';
@@ -28,6 +38,9 @@ export const MODES = ['passthrough', 'prov-v0.1', 'scalpel-v1', 'hosted-v2', 'a1
 export type Mode = (typeof MODES)[number];
 export const TRANSPORTS = ['stdio', 'http'] as const;
 export type Transport = (typeof TRANSPORTS)[number];
+/** The protocol eras the sweep's client speaks, the default first. */
+export const CLIENT_ERAS = ['2025-11-25', '2026-07-28'] as const;
+export type ClientEra = (typeof CLIENT_ERAS)[number];
 
 /** What an upstream inherits, as the gateway's proxy gives it: the same safe base. */
 const SAFE_NAMES: readonly string[] = SAFE_ENVIRONMENT.posix;
@@ -57,10 +70,13 @@ export interface SessionOptions {
   root: string;
   timeoutMs: number;
   name: string;
+  era: ClientEra;
 }
 
 export interface Session {
   tools: Tool[];
+  /** The protocol revision the client negotiated (with the upstream, or with the gateway). */
+  protocol: string | undefined;
   call(name: string, args: Record<string, unknown>): Promise<Outcome>;
   close(): Promise<void>;
   /** The last lines the server (or proxy) wrote on stderr. */
@@ -134,10 +150,23 @@ function startHttpProxy(
   });
 }
 
-function newClient(root: string): Client {
+/**
+ * How the client negotiates: the SDK's default (the 2025 handshake) in the
+ * 2025 era; in the 2026 era pinned to 2026-07-28 through the gateway and
+ * `auto` straight to the upstream (the newest revision it speaks).
+ */
+function negotiationOf(era: ClientEra, target: Target): VersionNegotiationOptions | undefined {
+  if (era === '2025-11-25') return undefined;
+  return target.kind === 'direct' ? { mode: 'auto' } : { mode: { pin: era } };
+}
+
+function newClient(root: string, negotiation: VersionNegotiationOptions | undefined): Client {
   const client = new Client(
     { name: 'mcp-envelope-sweep', version: '1.0.0' },
-    { capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } } },
+    {
+      capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } },
+      ...(negotiation ? { versionNegotiation: negotiation } : {}),
+    },
   );
   client.setRequestHandler('sampling/createMessage', async () => ({
     role: 'assistant' as const,
@@ -198,7 +227,7 @@ type Wire = {
 export async function openSession(options: SessionOptions): Promise<Session> {
   const { upstream, target, root, timeoutMs } = options;
   const log = { text: '' };
-  const client = newClient(root);
+  const client = newClient(root, negotiationOf(options.era, target));
   let child: ChildProcess | undefined;
   let transport: StdioClientTransport | StreamableHTTPClientTransport;
 
@@ -266,6 +295,7 @@ export async function openSession(options: SessionOptions): Promise<Session> {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   return {
     tools,
+    protocol: client.getNegotiatedProtocolVersion(),
     stderr: () => log.text,
     close,
     async call(name, args) {
@@ -300,4 +330,26 @@ export async function openSession(options: SessionOptions): Promise<Session> {
       };
     },
   };
+}
+
+/**
+ * The newest revision a server speaks: what a client in `auto` negotiation
+ * reaches straight over stdio (a `server/discover` probe, the 2025 handshake
+ * when the server does not know it), as the gateway's own upstream client does.
+ */
+export async function upstreamProtocol(upstream: Upstream, root: string, timeoutMs: number): Promise<string> {
+  const client = newClient(root, { mode: 'auto' });
+  const transport = new StdioClientTransport({
+    command: upstream.command,
+    args: upstream.args,
+    env: baseEnvironment(upstream.env),
+    cwd: upstream.cwd,
+    stderr: 'ignore',
+  });
+  try {
+    await client.connect(transport, { timeout: timeoutMs });
+    return client.getNegotiatedProtocolVersion() ?? 'unknown';
+  } finally {
+    await client.close().catch(() => {});
+  }
 }
