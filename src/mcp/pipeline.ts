@@ -24,7 +24,7 @@ import {
   returnModeStage,
 } from './pipeline/return-mode.ts';
 import type { Pipeline, PipelineOptions, ToolCall } from './pipeline/types.ts';
-import { checkInput, deniedByTier, nextTurn } from './pipeline/validate-input.ts';
+import { checkInput, deniedByTier } from './pipeline/validate-input.ts';
 import type { ToolResultLike } from './tool-result.ts';
 
 /**
@@ -167,8 +167,8 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
         report(ctx, (at) => reportRpcError(ctx, error, at));
       throw error;
     }
-    // The record and the report digest the arguments: for large ones, a step of its own.
-    if (ctx.largeArguments) await nextTurn();
+    // The record and the report digest the arguments: large ones are put in canonical form off the event loop.
+    if (ctx.largeArguments) await ctx.prepareCanonicalArguments();
     const placed = attachProvenance(ctx, decision);
     const answer = encodeAnswer(ctx, placed);
     // The stored files' links follow everything else the answer says.

@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { ReturnMode } from '../../artifacts/service.ts';
 import { canonicalize } from '../../canonical/canonicalize.ts';
+import { canonicalizeOffThread } from '../../canonical/canonicalize-off-thread.ts';
 import { digestBytes } from '../../canonical/digest.ts';
 import type { WrapOptions } from '../../envelope/compat-policy.ts';
 import type { ResultDialectId } from '../../envelope/dialect.ts';
@@ -172,6 +173,21 @@ export class CallContext {
       }
     }
     return this.#canonical;
+  }
+
+  /**
+   * Computes the canonical form of large arguments on a worker thread
+   * (canonicalize-off-thread.ts), so ordering tens of thousands of members
+   * does not hold the event loop; `canonicalArguments` then reads it.
+   */
+  async prepareCanonicalArguments(): Promise<void> {
+    if (this.#canonical !== undefined || !this.largeArguments) return;
+    try {
+      this.#canonical = { text: await canonicalizeOffThread(this.call.arguments ?? {}) };
+    } catch (error) {
+      if (!(error instanceof EnvelopeError)) throw error;
+      this.#canonical = { error };
+    }
   }
 
   /** `sha256:<hex>` of the canonical arguments; null when the call had none or they have no canonical form. */

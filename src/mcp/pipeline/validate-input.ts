@@ -74,6 +74,7 @@ async function refusedArguments(ctx: CallContext): Promise<Decision | undefined>
   }
   const large = counted > YIELDING_ELEMENTS;
   ctx.largeArguments = large;
+  if (large) await nextTurn();
   // Deeper than the canonical form allows, the arguments could be neither digested nor
   // forwarded (serializing them overflows the stack): refused before the tool runs.
   const tooDeep = pathBeyondDepth(args);
@@ -89,7 +90,7 @@ async function refusedArguments(ctx: CallContext): Promise<Decision | undefined>
   const bySchema = checkSchema(ctx, args, tool, inputMode);
   if (bySchema) return bySchema;
   if (ctx.recordsDigests) {
-    if (large) await nextTurn();
+    await ctx.prepareCanonicalArguments();
     // The record will digest the arguments: one with no canonical form is refused now, not after the tool ran.
     const canonical = ctx.canonicalArguments();
     if ('error' in canonical) {
