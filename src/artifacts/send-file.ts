@@ -66,10 +66,21 @@ const verified = new Map<string, string>();
 /** Identities kept at most: each is a few dozen bytes; the oldest goes first. */
 const MAX_VERIFIED = 10_000;
 
-async function identityOf(handle: FileHandle): Promise<string | undefined> {
+/**
+ * A change time this recent may not be told from the next write's: file
+ * times come from a clock that advances in ticks (a jiffy, up to 10 ms), so a
+ * write in the same tick keeps it. Only a file changed longer ago than this is
+ * remembered as verified (the rule `git` follows for its index).
+ */
+const SETTLED_CHANGE_MS = 1000;
+
+async function identityOf(handle: FileHandle): Promise<{ key: string; settled: boolean } | undefined> {
   try {
     const stat = await handle.stat({ bigint: true });
-    return `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
+    return {
+      key: `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`,
+      settled: Number(stat.ctimeNs / 1_000_000n) < Date.now() - SETTLED_CHANGE_MS,
+    };
   } catch {
     return undefined;
   }
@@ -91,13 +102,14 @@ export async function sendFileRange(
   chunkBytes: number = SEND_CHUNK_BYTES,
 ): Promise<SendOutcome> {
   const identity = await identityOf(handle);
-  if (identity !== undefined && verified.get(file.digest) === identity)
+  if (identity !== undefined && verified.get(file.digest) === identity.key)
     return sendTrusted(handle, start, length, out, file, chunkBytes);
   const outcome = await sendHashed(handle, start, length, out, file, chunkBytes);
-  // Seen whole and matching: the same file, unchanged, need not be hashed again.
-  if (identity !== undefined && outcome.verdict !== 'mismatch' && outcome.hashedWhole) {
+  // Seen whole and matching, and changed long enough ago that a write would show: the same
+  // file, unchanged, need not be hashed again.
+  if (identity?.settled && outcome.verdict !== 'mismatch' && outcome.hashedWhole) {
     if (verified.size >= MAX_VERIFIED) verified.delete(verified.keys().next().value as string);
-    verified.set(file.digest, identity);
+    verified.set(file.digest, identity.key);
   }
   return { sent: outcome.sent, verdict: outcome.verdict };
 }

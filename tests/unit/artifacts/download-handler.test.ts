@@ -3,6 +3,7 @@ import {
   closeSync,
   mkdtempSync,
   openSync,
+  readSync,
   rmSync,
   symlinkSync,
   truncateSync,
@@ -382,11 +383,17 @@ function blobOf(digest: string): string {
   return join(dir, 'blobs', digest.slice(0, 2), digest);
 }
 
-/** Overwrites `length` bytes of a stored file at `offset`, in place: same file, same size. */
+/**
+ * Overwrites `length` bytes of a stored file at `offset`, in place: same file,
+ * same size, every byte flipped (so each differs, whatever it was).
+ */
 function rewrite(digest: string, offset: number, length: number): void {
   const fd = openSync(blobOf(digest), 'r+');
   try {
-    writeSync(fd, Buffer.alloc(length, 0x58), 0, length, offset);
+    const bytes = Buffer.alloc(length);
+    readSync(fd, bytes, 0, length, offset);
+    for (let i = 0; i < length; i++) bytes[i] = (bytes[i] as number) ^ 0xff;
+    writeSync(fd, bytes, 0, length, offset);
   } finally {
     closeSync(fd);
   }
