@@ -99,6 +99,10 @@ export interface HttpGateway {
 /** Bodies from this size on are parsed in an event-loop turn of their own. */
 const LARGE_BODY_BYTES = 256 * 1024;
 
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** How long a request's headers and body may take to arrive. */
 export const REQUEST_READ_TIMEOUT_MS = 30_000;
 /** How long a download may go without its client taking a byte before it is cut. */
@@ -287,9 +291,12 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     let body: unknown;
     if (method === 'POST') {
       const bytes = await readBody(req, maxBody);
-      // A large body is read in a turn of its own: what arrived meanwhile (another client's ping) goes first.
-      if (bytes.length > LARGE_BODY_BYTES) await new Promise((resolve) => setImmediate(resolve));
+      // A large body is parsed in a turn of its own, and handled in the next: what arrived
+      // meanwhile (another client's ping) goes first each time.
+      const large = bytes.length > LARGE_BODY_BYTES;
+      if (large) await nextTurn();
       const inbound = readInbound(bytes, 'body');
+      if (large) await nextTurn();
       if (inbound.kind !== 'message') {
         if (inbound.kind === 'refused') {
           // The table's status: 400 for a malformed body, 413 for one with too many members.

@@ -2,7 +2,6 @@ import type { KeyObject } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { ReturnMode } from '../../artifacts/service.ts';
 import { canonicalize } from '../../canonical/canonicalize.ts';
-import { canonicalizeOffThread } from '../../canonical/canonicalize-off-thread.ts';
 import { digestBytes } from '../../canonical/digest.ts';
 import type { WrapOptions } from '../../envelope/compat-policy.ts';
 import type { ResultDialectId } from '../../envelope/dialect.ts';
@@ -16,6 +15,7 @@ import { keyIdFor } from '../../provenance/integrity.ts';
 import type { Artifact } from '../../provenance/record.ts';
 import { defaultRegistry, type SchemaRegistry, type Validator } from '../../schemas/index.ts';
 import { assertDialectAvailable, outputSchemaFor } from '../dialects.ts';
+import { canonicalizeOffThread } from './off-thread.ts';
 import type { CallRate, PipelineMode, PipelineOptions, ToolCall, ValidationMode } from './types.ts';
 
 /** The pipeline's options with every default applied, resolved once per pipeline. */
@@ -177,7 +177,7 @@ export class CallContext {
 
   /**
    * Computes the canonical form of large arguments on a worker thread
-   * (canonicalize-off-thread.ts), so ordering tens of thousands of members
+   * (off-thread.ts), so ordering tens of thousands of members
    * does not hold the event loop; `canonicalArguments` then reads it.
    */
   async prepareCanonicalArguments(): Promise<void> {

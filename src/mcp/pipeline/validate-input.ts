@@ -3,10 +3,12 @@ import { a11yRequestInput } from '../../envelope/dialects/a11y-v01.ts';
 import { upgradeRequiredError } from '../../envelope/tiers.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { encodePointer } from '../../pointer/json-pointer.ts';
+import { defaultRegistry } from '../../schemas/registry.ts';
 import { envelopeV01For } from '../dialects.ts';
 import type { CallContext } from './context.ts';
 import { type Decision, invalidInput, onEnvelope, rejection } from './decision.ts';
 import { invalidInputEntry, issueSummary, toolSchemaEntry } from './entries.ts';
+import { validateOffThread } from './off-thread.ts';
 
 /**
  * Stage 1, before the tool runs: the tier gate, then the arguments (size,
@@ -87,7 +89,7 @@ async function refusedArguments(ctx: CallContext): Promise<Decision | undefined>
   }
   if (large) await nextTurn();
   // The schema before the canonical form: arguments it refuses are never put in canonical form.
-  const bySchema = checkSchema(ctx, args, tool, inputMode);
+  const bySchema = await checkSchema(ctx, args, tool, inputMode, large);
   if (bySchema) return bySchema;
   if (ctx.recordsDigests) {
     await ctx.prepareCanonicalArguments();
@@ -101,12 +103,13 @@ async function refusedArguments(ctx: CallContext): Promise<Decision | undefined>
   return undefined;
 }
 
-function checkSchema(
+async function checkSchema(
   ctx: CallContext,
   args: CallContext['call']['arguments'],
   tool: CallContext['call']['tool'],
   inputMode: CallContext['settings']['inputMode'],
-): Decision | undefined {
+  large: boolean,
+): Promise<Decision | undefined> {
   if (inputMode === 'off' || !tool.inputSchema) return undefined;
   // The accessibility suite's request form carries the tool's input under `input`.
   const requestInput = a11yRequestInput(args);
@@ -117,7 +120,12 @@ function checkSchema(
     if (inputMode !== 'enforce') return undefined;
     return rejection(ctx, 'internal_error', toolSchemaEntry(tool.name, 'inputSchema', validator));
   }
-  const checked = validator(requestInput ?? args ?? {});
+  const value = requestInput ?? args ?? {};
+  // Large arguments are checked on the worker thread, by the same (default) registry.
+  const checked =
+    large && ctx.settings.registry === defaultRegistry()
+      ? await validateOffThread(tool.inputSchema, value)
+      : validator(value);
   if (checked.valid) return undefined;
   const { pointer, text } = issueSummary(checked.issues, requestInput === undefined ? '' : '/input');
   if (inputMode === 'enforce') return invalidInput(ctx, text, pointer);

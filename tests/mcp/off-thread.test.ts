@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalize } from '../../../src/canonical/canonicalize.ts';
-import { canonicalizeOffThread } from '../../../src/canonical/canonicalize-off-thread.ts';
-import { parseJsonLossless } from '../../../src/canonical/json-text.ts';
+import { canonicalize } from '../../src/canonical/canonicalize.ts';
+import { parseJsonLossless } from '../../src/canonical/json-text.ts';
+import { canonicalizeOffThread, validateOffThread } from '../../src/mcp/pipeline/off-thread.ts';
+import { defaultRegistry } from '../../src/schemas/registry.ts';
 
 /**
  * The canonical form computed on a worker thread is the one computed in
@@ -43,5 +44,26 @@ describe('canonicalizeOffThread', () => {
     const { lossless: value } = parseJsonLossless('{"big": 12345678901234567890, "one": 1.0}');
     expect(await canonicalizeOffThread(value)).toBe(canonicalize(value));
     expect(await canonicalizeOffThread(value)).toBe('{"big":12345678901234567890,"one":1}');
+  });
+});
+
+describe('validateOffThread', () => {
+  const schema = {
+    type: 'object',
+    properties: { items: { type: 'array', uniqueItems: true, items: { type: 'object' } } },
+    patternProperties: { '^x-': { type: 'number' } },
+  };
+  const inPlace = defaultRegistry().validatorForSchema(schema);
+
+  it('gives what the default registry gives in place, valid or not', async () => {
+    const items = Array.from({ length: 5000 }, (_, i) => ({ i, tag: `t${i}` }));
+    for (const value of [
+      { items },
+      { items: [...items, { tag: 't3', i: 3 }] },
+      { items: [], 'x-a': 'not a number' },
+    ]) {
+      expect(await validateOffThread(schema, value)).toEqual(inPlace(value));
+    }
+    expect((await validateOffThread(schema, { items: [...items, { tag: 't3', i: 3 }] })).valid).toBe(false);
   });
 });
