@@ -9,14 +9,11 @@
  * Run: npm run build && node bench/download.bench.ts
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { FolderArtifactStore } from '../src/artifacts/folder-store.ts';
-import { freePort, memoryOf, NGINX, startNginx, waitForLine } from './support.ts';
+import { benchStore, freePort, grantBenchFile, memoryOf, NGINX, startNginx, waitForLine } from './support.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const NODE = process.execPath;
@@ -90,23 +87,9 @@ async function startGateway(): Promise<{ child: ChildProcess; origin: string; di
 try {
   const gateway = await startGateway();
   // Stored as a producer in another process would: through the gateway's folder and ledger file.
-  const store = FolderArtifactStore.open({
-    dir: join(gateway.dir, 'data', 'artifacts'),
-    databasePath: join(gateway.dir, 'data', 'ledger.sqlite'),
-  });
-  const chunk = randomBytes(1024 * 1024);
-  const info = await store.put(Readable.from(Array.from({ length: SIZE_MB }, () => chunk)), {
-    mediaType: 'application/octet-stream',
-    owner: 'bench',
-    ttlMs: 3_600_000,
-  });
-  const { downloadId } = await store.createGrant({
-    digest: info.digest,
-    filename: 'big.bin',
-    mediaType: 'application/octet-stream',
-    owner: 'bench',
-    ttlMs: 3_600_000,
-  });
+  const store = benchStore(gateway.dir);
+  const info = await grantBenchFile(store, SIZE_MB, 'big.bin');
+  const { downloadId } = info;
   await store.close();
   const ours = `${gateway.origin}/api/download?id=${downloadId}`;
 

@@ -26,15 +26,21 @@
  * Run: npm run build && node bench/stalled-peers.bench.ts
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { FolderArtifactStore } from '../src/artifacts/folder-store.ts';
-import { freePort, memoryOf, NGINX, quantile, startNginx, waitForLine } from './support.ts';
+import {
+  benchStore,
+  freePort,
+  grantBenchFile,
+  memoryOf,
+  NGINX,
+  quantile,
+  startNginx,
+  waitForLine,
+} from './support.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const GATEWAY = fileURLToPath(new URL('../bin/mcp-envelope', import.meta.url));
@@ -273,37 +279,12 @@ try {
     name: 'everything',
     stdio: { command: 'node', args: [UPSTREAM] },
   });
-  const store = FolderArtifactStore.open({
-    dir: join(gateway.dir, 'data', 'artifacts'),
-    databasePath: join(gateway.dir, 'data', 'ledger.sqlite'),
-  });
-  const chunk = randomBytes(1024 * 1024);
-  const info = await store.put(Readable.from(Array.from({ length: SIZE_MB }, () => chunk)), {
-    mediaType: 'application/octet-stream',
-    owner: 'bench',
-    ttlMs: 3_600_000,
-  });
-  const { downloadId } = await store.createGrant({
-    digest: info.digest,
-    filename: 'big.bin',
-    mediaType: 'application/octet-stream',
-    owner: 'bench',
-    ttlMs: 3_600_000,
-  });
+  const store = benchStore(gateway.dir);
+  const info = await grantBenchFile(store, SIZE_MB, 'big.bin');
+  const { downloadId } = info;
   const readable: { sizeMb: number; uri: string }[] = [];
   for (const sizeMb of READ_SIZES_MB) {
-    const stored = await store.put(Readable.from(Array.from({ length: sizeMb }, () => chunk)), {
-      mediaType: 'application/octet-stream',
-      owner: 'bench',
-      ttlMs: 3_600_000,
-    });
-    const grant = await store.createGrant({
-      digest: stored.digest,
-      filename: `read-${sizeMb}.bin`,
-      mediaType: 'application/octet-stream',
-      owner: 'bench',
-      ttlMs: 3_600_000,
-    });
+    const grant = await grantBenchFile(store, sizeMb, `read-${sizeMb}.bin`);
     readable.push({ sizeMb, uri: `mcp-envelope://artifacts/${grant.downloadId}` });
   }
   await store.close();

@@ -1,8 +1,11 @@
 /** Helpers the benches share. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { FolderArtifactStore } from '../src/artifacts/folder-store.ts';
 
 /** The q-quantile of ascending `sorted` (nearest rank). */
 export function quantile(sorted: number[], q: number): number {
@@ -97,4 +100,29 @@ http {
   }
   child.kill('SIGKILL');
   throw new Error('nginx did not answer');
+}
+
+/**
+ * Puts `sizeMb` MiB of random bytes in a gateway's artifact store (its folder
+ * and ledger file under `gatewayDir/data`, as a producer in another process
+ * would) and grants them for an hour: the file a download bench serves.
+ */
+export async function grantBenchFile(
+  store: FolderArtifactStore,
+  sizeMb: number,
+  filename: string,
+): Promise<{ digest: string; downloadId: string }> {
+  const chunk = randomBytes(1024 * 1024);
+  const common = { mediaType: 'application/octet-stream', owner: 'bench', ttlMs: 3_600_000 };
+  const info = await store.put(Readable.from(Array.from({ length: sizeMb }, () => chunk)), common);
+  const { downloadId } = await store.createGrant({ digest: info.digest, filename, ...common });
+  return { digest: info.digest, downloadId };
+}
+
+/** The artifact store of a gateway started by a bench in `gatewayDir`. */
+export function benchStore(gatewayDir: string): FolderArtifactStore {
+  return FolderArtifactStore.open({
+    dir: join(gatewayDir, 'data', 'artifacts'),
+    databasePath: join(gatewayDir, 'data', 'ledger.sqlite'),
+  });
 }

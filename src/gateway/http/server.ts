@@ -5,9 +5,11 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { toWebRequest } from '@modelcontextprotocol/node';
 import type { AuthInfo, Tool } from '@modelcontextprotocol/server';
 import { isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
+import { STATELESS_WIRE_REVISION } from '../../errors/codes.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../defaults.ts';
 import { RATE_LIMITED_LISTENER, retryAfterOnDenial } from '../enforcement/rate-limits.ts';
@@ -99,10 +101,6 @@ export interface HttpGateway {
 /** Bodies from this size on are parsed in an event-loop turn of their own. */
 const LARGE_BODY_BYTES = 256 * 1024;
 
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 /** How long a request's headers and body may take to arrive. */
 export const REQUEST_READ_TIMEOUT_MS = 30_000;
 /** How long a download may go without its client taking a byte before it is cut. */
@@ -166,9 +164,6 @@ function poolKeyOf(principal?: Principal): string {
   return principal?.tokenId ?? '';
 }
 
-/** The first protocol revision of the stateless era. */
-const MODERN_ERA = '2026-07-28';
-
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const tooLarge = () =>
     new EnvelopeError('INPUT_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit_bytes: limit });
@@ -204,7 +199,9 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
  */
 function claimsModernEra(req: IncomingMessage): boolean {
   const version = req.headers['mcp-protocol-version'];
-  return typeof version === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(version) && version >= MODERN_ERA;
+  return (
+    typeof version === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(version) && version >= STATELESS_WIRE_REVISION
+  );
 }
 
 function accepts(req: IncomingMessage, type: string): boolean {

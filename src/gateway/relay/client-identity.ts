@@ -14,15 +14,12 @@ export type { ClientIdentity };
  * serve. A caller whose client is not known (the info page) takes the set of
  * everything the gateway can relay.
  */
-export function capabilityGroup(
-  client: ClientIdentity | undefined,
-  upstreams: { allModern?: boolean } = {},
-): string {
+export function capabilityGroup(client: ClientIdentity | undefined, toldPerRequest = false): string {
   if (!client) return '*';
   // The era too: an upstream that speaks both is spoken to in its clients' era (protocol-era.ts).
   const era = client.era ?? 'legacy';
   // 2026-07-28 clients of upstreams that all speak it: each request tells its own capabilities.
-  if (era === 'modern' && upstreams.allModern) return 'modern *';
+  if (era === 'modern' && toldPerRequest) return 'modern *';
   try {
     return `${era} ${canonicalize(client.capabilities ?? {})}`;
   } catch {

@@ -1,5 +1,4 @@
 import type {
-  ClientCapabilities,
   JSONRPCRequest,
   LoggingLevel,
   Notification,
@@ -9,9 +8,15 @@ import type {
   ServerNotifier,
 } from '@modelcontextprotocol/server';
 import { canonicalize } from '../../canonical/index.ts';
+import { STATELESS_WIRE_REVISION } from '../../errors/codes.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { ANY_RESULT, toProtocolError } from '../jsonrpc/messages.ts';
-import type { ClientIdentity, Upstream, UpstreamRequestOptions } from '../upstreams/upstream.ts';
+import {
+  type ClientIdentity,
+  declares,
+  type Upstream,
+  type UpstreamRequestOptions,
+} from '../upstreams/upstream.ts';
 import { InputRounds, invalidState, type Progress, ROUND_METHODS } from './input-required.ts';
 import type { SharedUpstreams } from './shared-upstreams.ts';
 
@@ -93,18 +98,10 @@ export interface DownstreamSink {
   accepts?(method: string): boolean;
 }
 
-/** Whether the client declared the capability a server-to-client request needs. */
-function declares(capabilities: ClientCapabilities | undefined, method: string): boolean {
-  if (method === 'sampling/createMessage') return capabilities?.sampling !== undefined;
-  if (method === 'elicitation/create') return capabilities?.elicitation !== undefined;
-  if (method === 'roots/list') return capabilities?.roots !== undefined;
-  return true;
-}
-
 /** The 2026-07-28 era: requests stand alone, without an HTTP session. */
 export function isStatelessEra(server: Server): boolean {
   const version = server.getNegotiatedProtocolVersion();
-  return version !== undefined && version >= '2026-07-28';
+  return version !== undefined && version >= STATELESS_WIRE_REVISION;
 }
 
 /** A long-lived downstream connection as sink: unsolicited messages go on the connection itself. */

@@ -225,7 +225,7 @@ export class UpstreamPool {
     options: { once?: boolean; client?: ClientIdentity } = {},
   ): Promise<PoolLease> {
     if (this.#closed) throw new EnvelopeError('DEPENDENCY_UNAVAILABLE', 'The gateway is shutting down');
-    const group = capabilityGroup(options.client, this.#eraOfAll());
+    const group = capabilityGroup(options.client, this.#allSpeakModern());
     const key = `${principal}\u0000${group}`;
     let entry = this.#sets.get(key);
     if (entry && gaveUp(entry)) {
@@ -282,12 +282,10 @@ export class UpstreamPool {
   }
 
   /** Whether every shared upstream was found to speak 2026-07-28, where capabilities are told per request. */
-  #eraOfAll(): { allModern: boolean } {
-    return {
-      allModern: this.#configured.every(
-        ({ name, options }) => (options?.eras ?? this.#gateway.upstream?.eras)?.speaksModern(name) === true,
-      ),
-    };
+  #allSpeakModern(): boolean {
+    return this.#configured.every(
+      ({ name, options }) => (options?.eras ?? this.#gateway.upstream?.eras)?.speaksModern(name) === true,
+    );
   }
 
   #open(client?: ClientIdentity): Entry {
@@ -309,7 +307,7 @@ export class UpstreamPool {
       },
     };
     const entry: Entry = {
-      group: capabilityGroup(client, this.#eraOfAll()),
+      group: capabilityGroup(client, this.#allSpeakModern()),
       ready: startUpstreams(this.#gateway, upstreams).then(() => {
         entry.started ||= upstreams.some((upstream) => upstream.available);
         return set;

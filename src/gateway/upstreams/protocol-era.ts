@@ -1,11 +1,12 @@
 import type { PriorDiscovery, VersionNegotiationOptions } from '@modelcontextprotocol/client';
+import { STATELESS_WIRE_REVISION } from '../../errors/codes.ts';
 
 import type { UpstreamProtocol } from '../defaults.ts';
 
 export type { UpstreamProtocol };
 
 /** The 2026-07-28 revision and later: requests stand alone, each carrying the client's identity. */
-export const MODERN_REVISION = '2026-07-28';
+export const MODERN_REVISION = STATELESS_WIRE_REVISION;
 
 /**
  * How long a 2025-era verdict is trusted before the upstream is probed again:

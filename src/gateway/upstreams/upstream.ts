@@ -1006,10 +1006,10 @@ function answeredError(error: unknown): ProtocolError | undefined {
 }
 
 /** Whether `capabilities` cover a server-to-client request of `method`. */
-function declares(capabilities: ClientCapabilities, method: string): boolean {
-  if (method === 'sampling/createMessage') return capabilities.sampling !== undefined;
-  if (method === 'elicitation/create') return capabilities.elicitation !== undefined;
-  if (method === 'roots/list') return capabilities.roots !== undefined;
+export function declares(capabilities: ClientCapabilities | undefined, method: string): boolean {
+  if (method === 'sampling/createMessage') return capabilities?.sampling !== undefined;
+  if (method === 'elicitation/create') return capabilities?.elicitation !== undefined;
+  if (method === 'roots/list') return capabilities?.roots !== undefined;
   return true;
 }
 

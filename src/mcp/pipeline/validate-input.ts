@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../../canonical/json-value.ts';
 import { a11yRequestInput } from '../../envelope/dialects/a11y-v01.ts';
 import { upgradeRequiredError } from '../../envelope/tiers.ts';
@@ -26,10 +27,6 @@ export async function checkInput(ctx: CallContext): Promise<Decision | undefined
  * of them in turn.
  */
 const YIELDING_ELEMENTS = 10_000;
-
-export function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 /** A call whose features the caller's tier lacks: UPGRADE_REQUIRED with upgrade hints. */
 export function deniedByTier(ctx: CallContext): Decision | undefined {
