@@ -14,10 +14,15 @@ import { BIN, FIXTURE, NODE, ROOT, type Running, startListening } from './proces
 
 const CLIENT_ROOT = { uri: 'file:///srv/client-project', name: 'project' };
 
-function rootedClient(): { client: Client; asked: Promise<void> } {
+type Era = '2025-11-25' | '2026-07-28';
+
+function rootedClient(era: Era = '2025-11-25'): { client: Client; asked: Promise<void> } {
   const client = new Client(
     { name: 'rooted', version: '1.0.0' },
-    { capabilities: { roots: { listChanged: true } } },
+    {
+      capabilities: { roots: { listChanged: true } },
+      ...(era === '2026-07-28' ? { versionNegotiation: { mode: { pin: era } } } : {}),
+    },
   );
   let answered: () => void = () => {};
   const asked = new Promise<void>((resolve) => {
@@ -31,18 +36,35 @@ function rootedClient(): { client: Client; asked: Promise<void> } {
 }
 
 /** The roots the upstream holds, once the answer it asked for has reached it (each try awaits a call). */
-async function heldRoots(client: Client): Promise<unknown> {
+async function heldRoots(client: Client): Promise<{ held: unknown; calls: number }> {
   let held: unknown;
-  for (let attempt = 0; attempt < 50; attempt++) {
+  let calls = 0;
+  while (calls < 50) {
+    calls++;
     const result = await client.callTool({ name: 'startup_roots', arguments: {} });
     // The tool's own text: the last block (an envelope's own text leads in envelope modes).
     held = JSON.parse((result.content as { text: string }[]).at(-1)?.text ?? 'null');
     if (JSON.stringify(held).includes(CLIENT_ROOT.uri)) break;
   }
-  return held;
+  return { held, calls };
 }
 
-describe.each(['passthrough', 'prov-v0.1'])('an upstream that asks for roots at start, in %s', (dialect) => {
+/** The upstream holds the client's roots; a 2026-07-28 client's first call already runs in them (asked before it went upstream). */
+async function expectClientRoots(client: Client, era: Era): Promise<void> {
+  const { held, calls } = await heldRoots(client);
+  expect(held).toEqual([CLIENT_ROOT]);
+  if (era === '2026-07-28') expect(calls).toBe(1);
+}
+
+const CASES = [
+  ['passthrough', '2025-11-25'],
+  ['prov-v0.1', '2025-11-25'],
+  // A 2026-07-28 client can be asked only inside a call: the gateway asks in a round of its own first.
+  ['passthrough', '2026-07-28'],
+  ['prov-v0.1', '2026-07-28'],
+] as const;
+
+describe.each(CASES)('an upstream that asks for roots at start, in %s, %s client', (dialect, era) => {
   let http: Running | undefined;
   let open: Client | undefined;
 
@@ -52,11 +74,11 @@ describe.each(['passthrough', 'prov-v0.1'])('an upstream that asks for roots at 
   });
 
   it('works in the roots of the client that connects, over stdio', async () => {
-    const { client, asked } = rootedClient();
+    const { client, asked } = rootedClient(era);
     open = client;
     const args = [BIN, 'proxy', '--dialect', dialect, '--', NODE, FIXTURE, '--roots-at-start'];
     await client.connect(new StdioClientTransport({ command: NODE, args, cwd: ROOT }));
-    expect(await heldRoots(client)).toEqual([CLIENT_ROOT]);
+    await expectClientRoots(client, era);
     await asked;
   });
 
@@ -73,10 +95,10 @@ describe.each(['passthrough', 'prov-v0.1'])('an upstream that asks for roots at 
       FIXTURE,
       '--roots-at-start',
     ]);
-    const { client, asked } = rootedClient();
+    const { client, asked } = rootedClient(era);
     open = client;
     await client.connect(new StreamableHTTPClientTransport(new URL(http.url)));
-    expect(await heldRoots(client)).toEqual([CLIENT_ROOT]);
+    await expectClientRoots(client, era);
     await asked;
   });
 });

@@ -1,4 +1,5 @@
 import type {
+  ClientCapabilities,
   JSONRPCRequest,
   LoggingLevel,
   Notification,
@@ -7,6 +8,7 @@ import type {
   ServerContext,
   ServerNotifier,
 } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY } from '@modelcontextprotocol/server';
 import { canonicalize } from '../../canonical/index.ts';
 import { STATELESS_WIRE_REVISION } from '../../errors/codes.ts';
 import { EnvelopeError } from '../../errors/index.ts';
@@ -17,7 +19,13 @@ import {
   type Upstream,
   type UpstreamRequestOptions,
 } from '../upstreams/upstream.ts';
-import { InputRounds, invalidState, type Progress, ROUND_METHODS } from './input-required.ts';
+import {
+  InputRounds,
+  invalidState,
+  type Progress,
+  ROOTS_INPUT_KEY,
+  ROUND_METHODS,
+} from './input-required.ts';
 import type { SharedUpstreams } from './shared-upstreams.ts';
 
 /**
@@ -113,8 +121,9 @@ export function connectionSink(server: Server): DownstreamSink {
       isStatelessEra(server) && !CHANGE_NOTIFICATIONS.has(notification.method)
         ? Promise.resolve()
         : server.notification(notification),
+    // Before the client has spoken (an upstream asking at start) there is nobody to ask yet.
     request: (message, signal) =>
-      isStatelessEra(server)
+      isStatelessEra(server) || server.getClientCapabilities() === undefined
         ? Promise.reject(noCallFor(message.method))
         : (server.request(message, ANY_RESULT, { signal }) as Promise<Result>),
     accepts: (method) =>
@@ -154,6 +163,23 @@ function identityOf(method: string, params: Record<string, unknown> | undefined)
   }
 }
 
+/**
+ * How long a call waits for an upstream told its roots changed to ask for
+ * them again, before it goes ahead anyway (the upstream may not care).
+ */
+export const ROOTS_REASK_MS = 2000;
+
+/** Whether a 2026-07-28 request's client declares roots. */
+function declaresRoots(ctx: ServerContext): boolean {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const declared = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
+  return declared?.roots !== undefined;
+}
+
+function isRootsAnswer(value: unknown): value is Result {
+  return typeof value === 'object' && value !== null && Array.isArray((value as { roots?: unknown }).roots);
+}
+
 function progressTokenOf(meta: unknown): string | number | undefined {
   const token = (meta as { progressToken?: unknown } | undefined)?.progressToken;
   return typeof token === 'string' || typeof token === 'number' ? token : undefined;
@@ -175,6 +201,20 @@ export class Downstream {
   /** Its requests are of clients that cannot be told apart: an upstream message goes to one only when it is alone. */
   readonly #exclusive: boolean;
 
+  /**
+   * The roots a 2026-07-28 client gave the gateway's own round, for upstreams
+   * that ask for them outside any call (which that era's clients cannot be asked).
+   */
+  #roots: Result | undefined;
+  /** Upstreams told of these roots, by connection: each is told once. */
+  readonly #rootsTold = new WeakMap<Upstream, number>();
+  /** While upstreams told the roots changed ask again, they are answered from `#roots`. */
+  #announcing = 0;
+  /** Upstream `roots/list` requests waiting for the roots a call's round is bringing. */
+  readonly #heldRoots = new Set<{ resolve(roots: Result): void; reject(reason: unknown): void }>();
+  readonly #upstreams: readonly Upstream[];
+  readonly #longestTimeoutMs: number;
+
   constructor(
     upstreams: readonly Upstream[],
     options: {
@@ -184,6 +224,8 @@ export class Downstream {
     } = {},
   ) {
     const longest = Math.max(...upstreams.map((upstream) => upstream.longestTimeoutMs()));
+    this.#upstreams = upstreams;
+    this.#longestTimeoutMs = longest;
     this.#exclusive = options.exclusive === true;
     this.rounds = new InputRounds({
       maxParked: options.maxParked,
@@ -234,7 +276,101 @@ export class Downstream {
 
   /** Whether a server-to-client request outside any call can be put to this client. */
   canRequest(method: string): boolean {
+    if (method === 'roots/list' && (this.#roots !== undefined || this.#rootsCallOnItsWay() !== undefined))
+      return true;
     return this.#sink?.accepts?.(method) === true && this.#reachable();
+  }
+
+  /**
+   * Before a 2026-07-28 client's call goes upstream. An upstream that asked
+   * for roots when no client could be asked (right after it started, or
+   * while this call was on its way) works from roots of its own; so a client
+   * that declares roots is first asked for them in a round of the gateway's
+   * own. Its retry's answer goes to the upstream's waiting request, and
+   * upstreams that were refused are told the roots changed and given them
+   * when they ask again (bounded by ROOTS_REASK_MS). Returns that round, or
+   * undefined to go on with the call.
+   */
+  async #rootsFirst(ctx: ServerContext): Promise<Result | undefined> {
+    if (this.rounds.isRootsRetry(ctx)) {
+      const answer = ctx.mcpReq.inputResponses?.[ROOTS_INPUT_KEY];
+      // A client that declined leaves the upstreams with their own roots; asking again would loop.
+      if (!isRootsAnswer(answer)) {
+        this.#releaseHeldRoots(noCallFor('roots/list'));
+        return undefined;
+      }
+      this.#roots = answer;
+    }
+    const wanting = this.#upstreams.filter(
+      (upstream) =>
+        upstream.available &&
+        !upstream.modern &&
+        upstream.rootsUnanswered &&
+        this.#rootsTold.get(upstream) !== upstream.generation,
+    );
+    if (wanting.length === 0 && this.#heldRoots.size === 0) return undefined;
+    const roots = this.#roots;
+    if (roots === undefined) {
+      return declaresRoots(ctx) ? this.rounds.askRoots(ctx, this.#identity.get(ctx) ?? '') : undefined;
+    }
+    for (const held of this.#heldRoots) held.resolve(roots);
+    this.#heldRoots.clear();
+    this.#announcing++;
+    try {
+      await Promise.all(
+        wanting.map(async (upstream) => {
+          this.#rootsTold.set(upstream, upstream.generation);
+          const asked = upstream.nextRootsAnswer(ROOTS_REASK_MS);
+          await upstream.notify({ method: 'notifications/roots/list_changed' });
+          await asked;
+        }),
+      );
+    } finally {
+      this.#announcing--;
+    }
+    return undefined;
+  }
+
+  /** A 2026-07-28 call in flight whose client declares roots, which its round can ask for. */
+  #rootsCallOnItsWay(): ServerContext | undefined {
+    return this.#inFlight.findLast(
+      (ctx) => this.#identity.has(ctx) && !ctx.mcpReq.signal.aborted && declaresRoots(ctx),
+    );
+  }
+
+  /** The upstreams' `roots/list` held for the client's roots (below), refused when they cannot come. */
+  #releaseHeldRoots(reason: unknown): void {
+    for (const held of this.#heldRoots) held.reject(reason);
+    this.#heldRoots.clear();
+  }
+
+  /**
+   * An upstream asked for roots while a 2026-07-28 call that declares them
+   * was on its way but not yet upstream: the request waits for the roots that
+   * call's round brings (at most the longest call timeout).
+   */
+  #holdRoots(signal: AbortSignal): Promise<Result> {
+    return new Promise((resolve, reject) => {
+      const held = {
+        resolve: (roots: Result) => {
+          clearTimeout(timer);
+          resolve(roots);
+        },
+        reject: (reason: unknown) => {
+          clearTimeout(timer);
+          reject(reason);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.#heldRoots.delete(held);
+        held.reject(noCallFor('roots/list'));
+      }, this.#longestTimeoutMs);
+      timer.unref();
+      signal.addEventListener('abort', () => {
+        if (this.#heldRoots.delete(held)) held.reject(signal.reason);
+      });
+      this.#heldRoots.add(held);
+    });
   }
 
   /**
@@ -295,6 +431,11 @@ export class Downstream {
     if (shared && (method === 'resources/subscribe' || method === 'resources/unsubscribe'))
       return shared.subscription(upstream, this, method, params);
     if (shared && method === 'logging/setLevel') return shared.setLevel(upstream, this, params);
+    if (this.rounds.isRootsRetry(ctx) && params) {
+      // The answers and state were the gateway's own round's: the call goes upstream as first made.
+      const { inputResponses: _answers, requestState: _state, ...call } = params;
+      params = call;
+    }
     const send = (own: UpstreamRequestOptions, sent = params): Promise<Result> => {
       const options = client ? { ...own, client } : own;
       if (!shared) return upstream.request(method, sent, options);
@@ -302,20 +443,32 @@ export class Downstream {
       return upstream.request(method, sent, options).finally(done);
     };
     const identity = this.#identity.get(ctx);
-    if (identity !== undefined && method === ctx.mcpReq.method && upstream.modern) {
-      return this.#relayRounds(upstream, params, ctx, identity, send);
-    }
-    if (identity !== undefined && method === ctx.mcpReq.method) {
-      return this.rounds.run(ctx, {
-        identity,
-        timeoutMs: upstream.timeoutFor(method, params),
-        start: (signal, onprogress) => send({ signal, onprogress }),
-      });
-    }
+    if (identity !== undefined && method === ctx.mcpReq.method)
+      return this.#call(upstream, params, ctx, identity, send);
     const token = progressTokenOf(params?._meta);
     const onprogress =
       token === undefined ? undefined : (progress: Progress) => this.#progress(ctx, token, progress);
     return send({ signal: ctx.mcpReq.signal, onprogress });
+  }
+
+  /** A 2026-07-28 client's call (tools/call, prompts/get, resources/read), which may go in rounds. */
+  async #call(
+    upstream: Upstream,
+    params: Record<string, unknown> | undefined,
+    ctx: ServerContext,
+    identity: string,
+    send: (options: UpstreamRequestOptions, sent?: Record<string, unknown>) => Promise<Result>,
+  ): Promise<Result> {
+    const roots = await this.#rootsFirst(ctx);
+    if (roots) return roots;
+    if (upstream.modern) {
+      return this.#relayRounds(upstream, params, ctx, identity, send);
+    }
+    return this.rounds.run(ctx, {
+      identity,
+      timeoutMs: upstream.timeoutFor(ctx.mcpReq.method, params),
+      start: (signal, onprogress) => send({ signal, onprogress }),
+    });
   }
 
   /**
@@ -336,7 +489,7 @@ export class Downstream {
     // The client's answers go as it gave them (a first call may carry some already); the state
     // the upstream gets is its own, never the gateway's.
     const { inputResponses: _answers, requestState: _state, ...call } = params ?? {};
-    const answers = ctx.mcpReq.inputResponses;
+    const answers = this.rounds.isRootsRetry(ctx) ? undefined : ctx.mcpReq.inputResponses;
     const sent = {
       ...call,
       ...(answers === undefined ? {} : { inputResponses: answers }),
@@ -351,6 +504,7 @@ export class Downstream {
   }
 
   close(): void {
+    this.#releaseHeldRoots(noCallFor('roots/list'));
     this.rounds.close();
     this.#shared?.detach(this);
   }
@@ -406,12 +560,18 @@ export class Downstream {
   async #serverToClient(request: JSONRPCRequest, signal: AbortSignal): Promise<Result> {
     const message = { method: request.method, params: request.params };
     const live = this.#current();
+    const roots = request.method === 'roots/list' ? this.#roots : undefined;
+    // Asked again after being told the roots changed: the answer the client gave for it.
+    if (roots && this.#announcing > 0) return roots;
     try {
       if (live && !this.#stateless.has(live)) {
         return (await live.mcpReq.send(message, ANY_RESULT, { signal })) as Result;
       }
       const round = this.rounds.offer(message, signal);
       if (round) return await round;
+      if (roots) return roots;
+      // A call on its way that declares roots will ask its client for them before it goes upstream.
+      if (request.method === 'roots/list' && this.#rootsCallOnItsWay()) return await this.#holdRoots(signal);
       if (!this.#sink?.request) throw noCallFor(request.method);
       return await this.#sink.request(message, signal);
     } catch (error) {

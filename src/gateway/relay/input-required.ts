@@ -98,7 +98,22 @@ function ambiguous(method: string, running: number): EnvelopeError {
  * upstream asked for itself (a 2026-07-28 upstream's own `input_required`),
  * relayed with its state carried inside the gateway's.
  */
-type StatePayload = { call: string; round: number } | RelayedRound;
+type StatePayload = { call: string; round: number } | RelayedRound | RootsRound;
+
+/**
+ * The gateway's own round for a client's roots, asked before a call is
+ * forwarded: an upstream asked for them when no client could be asked.
+ */
+interface RootsRound {
+  roots: string;
+}
+
+/** The key the gateway's own roots request has in `inputRequests` and `inputResponses`. */
+export const ROOTS_INPUT_KEY = 'mcp-envelope/roots';
+
+function isRootsRound(state: unknown): state is RootsRound {
+  return typeof state === 'object' && state !== null && typeof (state as RootsRound).roots === 'string';
+}
 
 /** An upstream's own round: which upstream, for which call, and the state it gave (opaque to the gateway). */
 export interface RelayedRound {
@@ -212,6 +227,8 @@ export class InputRounds {
   readonly #calls = new Map<string, ParkedCall>();
   readonly #byCtx = new WeakMap<ServerContext, ParkedCall>();
   readonly #relayed = new WeakMap<ServerContext, RelayedRound>();
+  /** Retries that carry the client's answer to the gateway's own roots round. */
+  readonly #rootsRetries = new WeakSet<ServerContext>();
 
   constructor(options: InputRoundsOptions) {
     this.#options = options;
@@ -240,6 +257,11 @@ export class InputRounds {
   claim(ctx: ServerContext, identity: string): void {
     const state = ctx.mcpReq.requestState<StatePayload>();
     if (state === undefined) return;
+    if (isRootsRound(state)) {
+      if (state.roots !== identity) throw invalidState();
+      this.#rootsRetries.add(ctx);
+      return;
+    }
     if (isRelayed(state)) {
       // The upstream keeps its own round: the retry goes to it with its state, if it names the same call.
       if (state.identity !== identity) throw invalidState();
@@ -266,6 +288,24 @@ export class InputRounds {
   run(ctx: ServerContext, request: RoundCall): Promise<Result> {
     const claimed = this.#byCtx.get(ctx);
     return this.#next(claimed && !claimed.done ? claimed : this.#start(ctx, request), ctx);
+  }
+
+  /** Whether the request answers the gateway's own roots round (`askRoots`); its call has not started yet. */
+  isRootsRetry(ctx: ServerContext): boolean {
+    return this.#rootsRetries.has(ctx);
+  }
+
+  /**
+   * The gateway's own round: the client is asked for its roots before its
+   * call goes upstream, and its retry (the same call) carries them.
+   */
+  async askRoots(ctx: ServerContext, identity: string): Promise<Result> {
+    const requestState = await this.#codec.mint({ roots: identity }, ctx);
+    return {
+      resultType: 'input_required',
+      inputRequests: { [ROOTS_INPUT_KEY]: { method: 'roots/list', params: {} } },
+      requestState,
+    } as Result;
   }
 
   /** The upstream round a retry continues, when its state named one (`claim`). */

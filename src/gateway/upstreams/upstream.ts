@@ -690,9 +690,48 @@ export class Upstream {
   }
 
   #serverRequest(request: JSONRPCRequest, ctx: ClientContext): Promise<Result> {
-    if (!this.#hooks)
-      throw new EnvelopeError('NOT_IMPLEMENTED', 'No downstream client to answer this request');
-    return this.#hooks.onRequest(request, ctx);
+    const answer = this.#hooks
+      ? this.#hooks.onRequest(request, ctx)
+      : Promise.reject(new EnvelopeError('NOT_IMPLEMENTED', 'No downstream client to answer this request'));
+    if (request.method === 'roots/list') {
+      answer.then(
+        () => {
+          this.#rootsUnanswered = false;
+          for (const answered of this.#rootsWaiters) answered();
+          this.#rootsWaiters.clear();
+        },
+        () => {
+          this.#rootsUnanswered = true;
+        },
+      );
+    }
+    return answer;
+  }
+
+  #rootsUnanswered = false;
+  readonly #rootsWaiters = new Set<() => void>();
+
+  /** Resolves once the upstream's next `roots/list` is answered, or after `timeoutMs` (an upstream may never ask). */
+  nextRootsAnswer(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#rootsWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      timer.unref();
+      this.#rootsWaiters.add(done);
+    });
+  }
+
+  /**
+   * Whether the upstream's latest `roots/list` went unanswered (it asked
+   * before any client could be: at start, or outside a call of a 2026-07-28
+   * client). It then works from roots of its own until told they changed.
+   */
+  get rootsUnanswered(): boolean {
+    return this.#rootsUnanswered;
   }
 
   /**
