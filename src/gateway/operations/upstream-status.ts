@@ -1,3 +1,4 @@
+import type { Implementation, ServerCapabilities } from '@modelcontextprotocol/server';
 import { causeLines } from '../upstreams/child-transport.ts';
 import { operatorView } from '../upstreams/redact.ts';
 import type { Upstream } from '../upstreams/upstream.ts';
@@ -5,8 +6,9 @@ import type { Upstream } from '../upstreams/upstream.ts';
 /**
  * What the operator sees of each upstream: the latest state any session's
  * connection to it reached (every 2025-era HTTP session has its own), with why
- * it is down and what it wrote on stderr that says why. Read by the banner, the
- * info page and /healthz.
+ * it is down and what it wrote on stderr that says why, and what it declared
+ * when it was last ready. Read by the banner, the info page, /healthz and the
+ * server card.
  */
 
 export type UpstreamState = 'starting' | 'ready' | 'retrying' | 'gave_up';
@@ -22,6 +24,12 @@ export interface UpstreamStatus {
 /** Lines of stderr kept with a failure: enough to see why, bounded. */
 const STDERR_LINES = 6;
 
+/** What an upstream said of itself when it was last ready: its identity and capabilities. */
+export interface UpstreamDeclaration {
+  serverInfo?: Implementation;
+  capabilities: ServerCapabilities;
+}
+
 /** A listed tool whose schema cannot be compiled: which one, and why. */
 export interface ToolSchemaDefect {
   tool: string;
@@ -32,6 +40,7 @@ export interface ToolSchemaDefect {
 export class UpstreamStatusBoard {
   readonly #states = new Map<string, UpstreamStatus>();
   readonly #defects = new Map<string, ToolSchemaDefect[]>();
+  readonly #declared = new Map<string, UpstreamDeclaration>();
 
   constructor(names: readonly string[] = []) {
     for (const name of names) this.#states.set(name, { state: 'starting' });
@@ -45,6 +54,11 @@ export class UpstreamStatusBoard {
     const state = boardState(upstream);
     if (state === 'ready') {
       this.#states.set(upstream.name, { state });
+      // Kept while it is down: it is what the upstream will most likely say again.
+      this.#declared.set(upstream.name, {
+        ...(upstream.serverInfo ? { serverInfo: upstream.serverInfo } : {}),
+        capabilities: upstream.capabilities,
+      });
       return;
     }
     // The operator's own view: the full text, where callers got it redacted.
@@ -75,6 +89,11 @@ export class UpstreamStatusBoard {
     for (const [upstream, defects] of this.#defects)
       summary[upstream] = defects.map(({ tool, schema }) => `${tool}: ${schema}`);
     return summary;
+  }
+
+  /** What the upstream declared when it was last ready; undefined before it ever was. */
+  declared(name: string): UpstreamDeclaration | undefined {
+    return this.#declared.get(name);
   }
 
   get(name: string): UpstreamStatus {

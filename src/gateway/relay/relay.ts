@@ -110,6 +110,18 @@ function notFound(message: string): unknown {
   return toProtocolError(new EnvelopeError('NOT_FOUND', message));
 }
 
+/**
+ * Who the relay says it is: the configured identity (the gateway's, when it fronts
+ * several upstreams), else its one upstream's own, else the gateway's. The server
+ * card (http/server-card.ts) names the same.
+ */
+export function advertisedServerInfo(
+  configured: Implementation | undefined,
+  single: Implementation | undefined,
+): Implementation {
+  return configured ?? single ?? { name: 'mcp-envelope-gateway', version: PACKAGE_VERSION };
+}
+
 export function mergeCapabilities(
   upstreams: readonly { capabilities: ServerCapabilities }[],
 ): ServerCapabilities {
@@ -156,8 +168,7 @@ export class Relay {
       options.downstream ??
       new Downstream(upstreams, { maxParked: options.maxParkedCalls, shared: options.shared });
     const single = upstreams.length === 1 ? upstreams[0] : undefined;
-    const info = options.serverInfo ??
-      single?.serverInfo ?? { name: 'mcp-envelope-gateway', version: PACKAGE_VERSION };
+    const info = advertisedServerInfo(options.serverInfo, single?.serverInfo);
     const merged = options.capabilities ?? mergeCapabilities(upstreams);
     const capabilities = options.ownResources && !merged.resources ? { ...merged, resources: {} } : merged;
     this.server = new Server(info, {
