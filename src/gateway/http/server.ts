@@ -26,6 +26,7 @@ import { DEFAULT_HTTP_PATH } from './endpoint.ts';
 import { type PageTool, type PageUpstream, renderInfoPage } from './info-page.ts';
 import { checkHostAndOrigin, type OriginPolicy } from './origin.ts';
 import { sendError, sendJson, sendRpcError } from './reply.ts';
+import { isServerCardPath, serverCardPaths, serveServerCard } from './server-card.ts';
 
 export interface HttpGatewayOptions extends OriginPolicy {
   gateway: GatewayOptions;
@@ -427,6 +428,10 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       });
       return;
     }
+    if (isServerCardPath(path, mcpPath)) {
+      serveServerCard(req, res, { gateway: options.gateway, mcpPath, auth, authRequired });
+      return;
+    }
     if (path !== mcpPath) {
       // The root says where things are; anything else is unknown.
       if (path === '/' && (req.method === 'GET' || req.method === 'HEAD')) {
@@ -434,6 +439,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
           mcp: mcpPath,
           page: `GET ${mcpPath} with Accept: text/html (a browser) shows the tools and how to connect`,
           health: '/healthz',
+          card: serverCardPaths(mcpPath)[0],
           ...(options.downloads ? { download: `${options.downloads.path}?id=<download id>` } : {}),
         });
         return;
