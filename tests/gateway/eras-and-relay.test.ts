@@ -149,7 +149,8 @@ describe('a relay over upstreams that offer different things', () => {
       const prompts = await client.listPrompts();
       expect(prompts.prompts.map((prompt) => prompt.name)).toContain('full__test_simple_prompt');
       const resources = await client.listResources();
-      expect(resources.resources.map((resource) => resource.uri)).toContain('test://static-text');
+      // Namespaced by its upstream, as every URI of several upstreams (relay/namespace.ts).
+      expect(resources.resources.map((resource) => resource.uri)).toContain('test://full/static-text');
       await client.setLoggingLevel('info');
       const tools = (await client.listTools()).tools.map((tool) => tool.name);
       expect(tools.some((name) => name.startsWith('tools__'))).toBe(true);

@@ -56,9 +56,12 @@ describe.each([
   it('reads what a list named from its upstream, in a later request', async () => {
     const client = await connected();
     const listed = (await client.listResources()).resources.map((resource) => resource.uri);
-    expect(listed).toEqual(expect.arrayContaining([README.uri, 'test://static-text']));
-    const read = await client.readResource({ uri: README.uri });
-    expect(read.contents).toMatchObject([{ text: README.text }]);
+    // Listed namespaced by upstream; read by that name, and by the URI the upstream gave it.
+    expect(listed).toEqual(expect.arrayContaining(['legacy://legacy/readme', 'test://fixture/static-text']));
+    const read = await client.readResource({ uri: 'legacy://legacy/readme' });
+    expect(read.contents).toMatchObject([{ uri: 'legacy://legacy/readme', text: README.text }]);
+    const raw = await client.readResource({ uri: README.uri });
+    expect(raw.contents).toMatchObject([{ uri: README.uri, text: README.text }]);
   });
 
   it('answers a resource no upstream has with the first upstream’s error', async () => {

@@ -25,6 +25,7 @@ import type { GatewayTiers, UpstreamConfig } from '../operations/config.ts';
 import { isRoundSignal } from '../relay/input-required.ts';
 import {
   type CallToolParams,
+  isCreateTaskResult,
   NAMESPACE_SEPARATOR,
   type ToolCallContext,
   type ToolCallHandler,
@@ -319,8 +320,9 @@ export class Enforcement {
           ? (args) => invokeUpstream({ ...params, arguments: args })
           : () => Promise.reject(down),
       signal: context.signal,
-      // A call waiting for client input is no answer yet, and a client that cannot give it is told so.
-      isInterim: isInputRequiredResult,
+      // A call waiting for client input is no answer yet, nor is a task handle (its result comes
+      // from tasks/result); and a client that cannot give input is told so.
+      isInterim: (result) => isInputRequiredResult(result) || isCreateTaskResult(result),
       isProtocolSignal: isRoundSignal,
       ...(report ? { report } : {}),
     };

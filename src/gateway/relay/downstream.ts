@@ -240,7 +240,7 @@ export class Downstream {
       // A shared upstream's messages come through SharedUpstreams, which picks the client.
       if (this.#shared?.has(upstream)) continue;
       upstream.setHooks({
-        onNotification: (notification) => this.#fromUpstream(notification),
+        onNotification: (notification) => this.#fromUpstream(notification, upstream),
         onRequest: (request, ctx) => this.#serverToClient(request, ctx.mcpReq.signal),
       });
     }
@@ -249,6 +249,13 @@ export class Downstream {
   setSink(sink: DownstreamSink): void {
     this.#sink = sink;
   }
+
+  /** How an upstream's message names what it concerns for this client (several upstreams: namespaced). */
+  setRenamer(rename: (upstream: Upstream, notification: Notification) => Notification): void {
+    this.#rename = rename;
+  }
+
+  #rename: ((upstream: Upstream, notification: Notification) => Notification) | undefined;
 
   /** The client just spoke: on shared upstreams, it is now its principal's most recently active. */
   touch(): void {
@@ -265,8 +272,8 @@ export class Downstream {
   }
 
   /** A message of a shared upstream, for this client. */
-  deliver(notification: Notification): void {
-    this.#fromUpstream(notification);
+  deliver(notification: Notification, upstream: Upstream): void {
+    this.#fromUpstream(notification, upstream);
   }
 
   /** A server-to-client request of a shared upstream, for this client. */
@@ -537,7 +544,8 @@ export class Downstream {
       });
   }
 
-  #fromUpstream(notification: Notification): void {
+  #fromUpstream(sent: Notification, upstream: Upstream): void {
+    const notification = this.#rename ? this.#rename(upstream, sent) : sent;
     const live = this.#current();
     // Inside a call, the message rides that call's stream, as the upstream sent it during the call.
     if (live && !this.#stateless.has(live)) {

@@ -9,6 +9,7 @@ import { PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
 import { errorResponse, requestIdOf } from '../jsonrpc/messages.ts';
 import type { Upstream } from '../upstreams/upstream.ts';
+import { splitUri } from './namespace.ts';
 
 /**
  * A 2026-07-28 client asks for resource updates on a `subscriptions/listen`
@@ -130,10 +131,16 @@ export class ResourceListens {
   }
 
   async #send(method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<void> {
+    // With several upstreams a namespaced URI is its upstream's alone (namespace.ts).
+    const names = new Set(this.#upstreams.map((upstream) => upstream.name));
+    const split = this.#upstreams.length > 1 ? splitUri(uri, names) : undefined;
+    const targets = split
+      ? this.#able().filter((upstream) => upstream.name === split.upstream)
+      : this.#able();
     await Promise.all(
-      this.#able().map((upstream) =>
+      targets.map((upstream) =>
         // An upstream that does not know the URI says so; the stream stays open all the same.
-        this.#request(upstream, method, { uri }).then(() => {}, this.#report),
+        this.#request(upstream, method, { uri: split?.uri ?? uri }).then(() => {}, this.#report),
       ),
     );
   }

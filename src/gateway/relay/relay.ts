@@ -14,6 +14,7 @@ import {
   CLIENT_CAPABILITIES_META_KEY,
   CLIENT_INFO_META_KEY,
   ProtocolError,
+  RELATED_TASK_META_KEY,
   Server,
 } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
@@ -23,7 +24,7 @@ import { toProtocolError } from '../jsonrpc/messages.ts';
 import { collectPages } from '../jsonrpc/pagination.ts';
 import type { ClientIdentity, Upstream } from '../upstreams/upstream.ts';
 import { connectionSink, Downstream, isStatelessEra } from './downstream.ts';
-import { NAMESPACE_SEPARATOR } from './namespace.ts';
+import { NAMESPACE_SEPARATOR, namespacedName, namespacedUri, splitName, splitUri } from './namespace.ts';
 import type { SharedUpstreams } from './shared-upstreams.ts';
 
 export { NAMESPACE_SEPARATOR };
@@ -106,6 +107,49 @@ export interface OwnResources {
 /** Resource URIs found by reads whose upstream is kept in mind (lists add theirs besides). */
 const MAX_REMEMBERED_RESOURCES = 10_000;
 
+/** What a 2026-07-28 list says about caching it; a list gathered from several says what holds for all. */
+interface CacheHints {
+  ttlMs?: number;
+  cacheScope?: string;
+}
+
+/**
+ * The hints of a list gathered from pages of several upstreams: the shortest
+ * lifetime and the narrowest scope any page gave. A page that gave none leaves
+ * the conservative defaults (nothing cached, private).
+ */
+function gatheredHints(pages: readonly CacheHints[]): CacheHints {
+  // The SDK's own defaults, which it fills for the core lists but not for an extension's (skills/list).
+  if (pages.length === 0 || pages.some((page) => typeof page.ttlMs !== 'number'))
+    return { ttlMs: 0, cacheScope: 'private' };
+  const ttlMs = Math.min(...pages.map((page) => page.ttlMs as number));
+  const cacheScope = pages.every((page) => page.cacheScope === 'public') ? 'public' : 'private';
+  return { ttlMs, cacheScope };
+}
+
+/** The methods whose items are named by a URI, and the member each item's URI is under. */
+const URI_LISTS = {
+  'resources/list': { key: 'resources', member: 'uri' },
+  'resources/templates/list': { key: 'resourceTemplates', member: 'uriTemplate' },
+} as const;
+
+/** Methods of the Skills extension (SEP-2640) and of 2025-11-25 tasks, routed by what they name. */
+const SKILLS_LIST = 'skills/list';
+const SKILLS_GET = 'skills/get';
+const DIRECTORY_READ = 'resources/directory/read';
+const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/result', 'tasks/cancel']);
+
+/** A tool call answered with a task handle (2025-11-25 tasks) rather than a result. */
+export function isCreateTaskResult(result: unknown): boolean {
+  const task = (result as { task?: unknown } | null)?.task;
+  return (
+    typeof task === 'object' &&
+    task !== null &&
+    typeof (task as { taskId?: unknown }).taskId === 'string' &&
+    (result as { content?: unknown }).content === undefined
+  );
+}
+
 function notFound(message: string): unknown {
   return toProtocolError(new EnvelopeError('NOT_FOUND', message));
 }
@@ -154,6 +198,7 @@ export class Relay {
   readonly #ownsDownstream: boolean;
   readonly #upstreams: readonly Upstream[];
   readonly #byName: Map<string, Upstream>;
+  readonly #names: ReadonlySet<string>;
   readonly #options: RelayOptions;
   readonly #resourceOwners: Map<string, Upstream>;
 
@@ -161,6 +206,7 @@ export class Relay {
     if (upstreams.length === 0) throw new EnvelopeError('USAGE_ERROR', 'A relay needs at least one upstream');
     this.#upstreams = upstreams;
     this.#byName = new Map(upstreams.map((upstream) => [upstream.name, upstream]));
+    this.#names = new Set(this.#byName.keys());
     this.#options = options;
     this.#resourceOwners = options.resourceOwners ?? new Map();
     this.#ownsDownstream = options.downstream === undefined;
@@ -183,6 +229,8 @@ export class Relay {
     });
     this.#registerHandlers(capabilities);
     if (this.#ownsDownstream) this.downstream.setSink(connectionSink(this.server));
+    if (this.#multi)
+      this.downstream.setRenamer((upstream, notification) => this.#renamed(upstream, notification));
     this.server.oninitialized = () => this.announceRoots();
   }
 
@@ -260,16 +308,83 @@ export class Relay {
   #split(name: unknown): { upstream: Upstream; name: string } {
     if (typeof name !== 'string') throw notFound('Missing name');
     if (!this.#multi) return { upstream: this.#first(), name };
-    const at = name.indexOf(NAMESPACE_SEPARATOR);
-    const upstream = at > 0 ? this.#byName.get(name.slice(0, at)) : undefined;
-    if (!upstream) throw notFound(`Unknown name: ${name}`);
-    return { upstream, name: name.slice(at + NAMESPACE_SEPARATOR.length) };
+    const split = splitName(name, this.#names);
+    const upstream = split && this.#byName.get(split.upstream);
+    if (!split || !upstream) throw notFound(`Unknown name: ${name}`);
+    return { upstream, name: split.name };
+  }
+
+  /**
+   * The upstream a URI belongs to and the URI it has there: a namespaced URI
+   * names its upstream; a URI as an upstream wrote it (a link in a tool's
+   * result) goes to the upstream whose list or read named it. Undefined when
+   * neither says.
+   */
+  #resolveUri(uri: unknown): { upstream: Upstream; uri: string } | undefined {
+    if (typeof uri !== 'string') return undefined;
+    if (!this.#multi) return { upstream: this.#first(), uri };
+    // A URI an upstream listed as it is (one whose first segment happens to be an upstream's name).
+    const owner = this.#resourceOwners.get(uri);
+    if (owner) return { upstream: owner, uri };
+    const split = splitUri(uri, this.#names);
+    const upstream = split && this.#byName.get(split.upstream);
+    return split && upstream ? { upstream, uri: split.uri } : undefined;
+  }
+
+  /** A URI of an upstream as clients see it. */
+  #uriOut(upstream: Upstream, uri: unknown): unknown {
+    return this.#multi && typeof uri === 'string' ? namespacedUri(upstream.name, uri) : uri;
+  }
+
+  /** An upstream message with what it names (a resource, a task) as clients know it. */
+  #renamed(upstream: Upstream, notification: Notification): Notification {
+    const params = notification.params as Record<string, unknown> | undefined;
+    if (notification.method === 'notifications/resources/updated' && typeof params?.uri === 'string')
+      return { ...notification, params: { ...params, uri: this.#uriOut(upstream, params.uri) } };
+    if (notification.method === 'notifications/tasks/status' && typeof params?.taskId === 'string')
+      return { ...notification, params: { ...params, taskId: namespacedName(upstream.name, params.taskId) } };
+    return notification;
+  }
+
+  /** A skill entry (SEP-2640) with its SKILL.md and file URIs as clients see them. */
+  #skillOut(upstream: Upstream, skill: unknown): unknown {
+    if (typeof skill !== 'object' || skill === null) return skill;
+    const entry = skill as { uri?: unknown; resources?: unknown };
+    const resources = Array.isArray(entry.resources)
+      ? entry.resources.map((file) =>
+          typeof file === 'object' && file !== null
+            ? { ...file, uri: this.#uriOut(upstream, (file as { uri?: unknown }).uri) }
+            : file,
+        )
+      : entry.resources;
+    return { ...entry, uri: this.#uriOut(upstream, entry.uri), resources };
+  }
+
+  /** A read's contents with their URIs as clients see them. */
+  #contentsOut(upstream: Upstream, result: Result): Result {
+    const contents = (result as { contents?: unknown }).contents;
+    if (!Array.isArray(contents)) return result;
+    return {
+      ...result,
+      contents: contents.map((content) =>
+        typeof content === 'object' && content !== null
+          ? { ...content, uri: this.#uriOut(upstream, (content as { uri?: unknown }).uri) }
+          : content,
+      ),
+    };
+  }
+
+  /** A task (2025-11-25) with its id as clients see it. */
+  #taskOut(upstream: Upstream, task: unknown): unknown {
+    if (!this.#multi || typeof task !== 'object' || task === null) return task;
+    const taskId = (task as { taskId?: unknown }).taskId;
+    return typeof taskId === 'string' ? { ...task, taskId: namespacedName(upstream.name, taskId) } : task;
   }
 
   /** Lists across all upstreams; a single upstream's page and cursor pass through unchanged. */
   async #list(
     method: string,
-    key: 'tools' | 'prompts' | 'resources' | 'resourceTemplates',
+    key: string,
     params: Record<string, unknown> | undefined,
     ctx: ServerContext,
     rename: (item: Record<string, unknown>, upstream: Upstream) => Record<string, unknown>,
@@ -285,31 +400,53 @@ export class Relay {
       return { ...page, [key]: items.map((item) => rename(item as Record<string, unknown>, upstream)) };
     }
     const all: Record<string, unknown>[] = [];
+    const pages: CacheHints[] = [];
     for (const upstream of this.#upstreams) {
       // An upstream that is down has nothing to list; list_changed announces it when it is back.
       if (!upstream.available) continue;
       // Nor has one that never offered this kind of thing (`prompts/list` needs `prompts`, …).
-      const kind = method.split('/')[0] as keyof ServerCapabilities;
-      if (!upstream.capabilities[kind]) continue;
-      const items = await collectPages((params) => this.#forward(upstream, method, params, ctx), key);
+      if (!this.#offers(upstream, method)) continue;
+      const items = await collectPages(async (params) => {
+        const page = await this.#forward(upstream, method, params, ctx);
+        pages.push(page as CacheHints);
+        return page;
+      }, key);
       for (const item of items) all.push(rename(item as Record<string, unknown>, upstream));
     }
-    return { [key]: all };
+    return { [key]: all, ...gatheredHints(pages) };
+  }
+
+  /** Whether an upstream offers what a list method lists (its capability, or the skills extension). */
+  #offers(upstream: Upstream, method: string): boolean {
+    if (method === SKILLS_LIST)
+      return this.#extensionsOf(upstream).includes('io.modelcontextprotocol/skills');
+    if (method === 'tasks/list') return upstream.capabilities.tasks !== undefined;
+    const kind = method.split('/')[0] as keyof ServerCapabilities;
+    return Boolean(upstream.capabilities[kind]);
+  }
+
+  #extensionsOf(upstream: Upstream): string[] {
+    const caps = upstream.capabilities as { extensions?: unknown; experimental?: unknown };
+    const keys = (value: unknown) =>
+      typeof value === 'object' && value !== null ? Object.keys(value as object) : [];
+    return [...keys(caps.extensions), ...keys(caps.experimental)];
   }
 
   #prefixed(item: Record<string, unknown>, upstream: Upstream): Record<string, unknown> {
-    return this.#multi
-      ? { ...item, name: `${upstream.name}${NAMESPACE_SEPARATOR}${String(item.name)}` }
-      : item;
+    if (!this.#multi) return item;
+    const named = { ...item, name: namespacedName(upstream.name, String(item.name)) };
+    // An MCP App's tool names its `ui://` resource, which clients read by the namespaced URI.
+    const meta = item._meta as { ui?: { resourceUri?: unknown } } | undefined;
+    if (typeof meta?.ui?.resourceUri !== 'string') return named;
+    return {
+      ...named,
+      _meta: { ...meta, ui: { ...meta.ui, resourceUri: this.#uriOut(upstream, meta.ui.resourceUri) } },
+    };
   }
 
-  #resourceUpstream(uri: unknown): Upstream {
-    if (!this.#multi) return this.#first();
-    return (
-      (typeof uri === 'string' ? this.#resourceOwners.get(uri) : undefined) ??
-      this.#resourceHolders()[0] ??
-      this.#first()
-    );
+  /** Where a request naming a URI goes (subscriptions, completions): its upstream, else the first with resources. */
+  #routeUri(uri: unknown): { upstream: Upstream; uri: unknown } {
+    return this.#resolveUri(uri) ?? { upstream: this.#resourceHolders()[0] ?? this.#first(), uri };
   }
 
   /**
@@ -322,6 +459,13 @@ export class Relay {
       const oldest = this.#resourceOwners.keys().next().value;
       if (oldest !== undefined) this.#resourceOwners.delete(oldest);
     }
+    this.#resourceOwners.set(uri, upstream);
+  }
+
+  /** Notes the upstream a list named a URI of, unless one earlier in the configuration did. */
+  #ownFirst(uri: string, upstream: Upstream): void {
+    const noted = this.#resourceOwners.get(uri);
+    if (noted && this.#upstreams.indexOf(noted) <= this.#upstreams.indexOf(upstream)) return;
     this.#resourceOwners.set(uri, upstream);
   }
 
@@ -341,13 +485,16 @@ export class Relay {
       const principal = ctx.http?.authInfo?.extra?.principal;
       return this.#options.ownResources.read(uri, typeof principal === 'string' ? principal : undefined);
     }
-    const known = typeof uri === 'string' ? this.#resourceOwners.get(uri) : undefined;
-    const candidates = !this.#multi || known ? [this.#resourceUpstream(uri)] : this.#resourceHolders();
+    const resolved = this.#resolveUri(uri);
+    const candidates = resolved ? [resolved.upstream] : this.#resourceHolders();
+    const sent = resolved ? { ...params, uri: resolved.uri } : params;
     let firstError: unknown;
     for (const upstream of candidates) {
       try {
-        const result = await this.#forward(upstream, 'resources/read', params, ctx);
-        if (this.#multi && typeof uri === 'string' && !known) this.#remember(uri, upstream);
+        const result = await this.#forward(upstream, 'resources/read', sent, ctx);
+        if (this.#multi && typeof uri === 'string' && !resolved) this.#remember(uri, upstream);
+        // Asked by its namespaced URI: the contents carry the URI they were asked by.
+        if (resolved && resolved.uri !== uri) return this.#contentsOut(upstream, result);
         return result;
       } catch (error) {
         // Only the upstream's own refusal moves on to the next; a cancelled request stops here.
@@ -376,8 +523,16 @@ export class Relay {
   readonly #toolsCall = this.#handle(async (params, ctx) => {
     const { upstream, name } = this.#split(params?.name);
     const handler = this.#options.toolCallHandler ?? passthroughToolCalls;
-    const invoke: InvokeUpstream = async (call) =>
-      (await this.#forward(upstream, 'tools/call', { ...params, ...call, name }, ctx)) as CallToolResult;
+    const invoke: InvokeUpstream = async (call) => {
+      const result = await this.#forward(upstream, 'tools/call', { ...params, ...call, name }, ctx);
+      // A task handle names the task as clients will ask for it.
+      if (this.#multi && isCreateTaskResult(result))
+        return {
+          ...result,
+          task: this.#taskOut(upstream, (result as { task: unknown }).task),
+        } as unknown as CallToolResult;
+      return result as CallToolResult;
+    };
     const described = handler === passthroughToolCalls ? {} : await upstream.describeForCall(name);
     return handler({ ...(params as CallToolParams), name }, invoke, {
       upstream: upstream.name,
@@ -412,20 +567,20 @@ export class Relay {
       );
     }
     if (capabilities.resources) {
-      const own = (item: Record<string, unknown>, upstream: Upstream) => {
-        if (typeof item.uri === 'string') this.#resourceOwners.set(item.uri, upstream);
-        return item;
-      };
-      server.setRequestHandler(
-        'resources/list',
-        this.#handle((params, ctx) => this.#list('resources/list', 'resources', params, ctx, own)),
-      );
-      server.setRequestHandler(
-        'resources/templates/list',
-        this.#handle((params, ctx) =>
-          this.#list('resources/templates/list', 'resourceTemplates', params, ctx, (item) => item),
-        ),
-      );
+      for (const [method, { key, member }] of Object.entries(URI_LISTS)) {
+        server.setRequestHandler(
+          method as keyof typeof URI_LISTS,
+          this.#handle((params, ctx) =>
+            this.#list(method, key, params, ctx, (item, upstream) => {
+              // A URI a list named is its upstream's, in the form it has there too (a tool's link).
+              // Listed by several as it is: the first in configuration order has it.
+              if (member === 'uri' && this.#multi && typeof item.uri === 'string')
+                this.#ownFirst(item.uri, upstream);
+              return this.#multi ? { ...item, [member]: this.#uriOut(upstream, item[member]) } : item;
+            }),
+          ),
+        );
+      }
       server.setRequestHandler(
         'resources/read',
         this.#handle((params, ctx) => this.#read(params, ctx)),
@@ -433,9 +588,10 @@ export class Relay {
       for (const method of ['resources/subscribe', 'resources/unsubscribe'] as const) {
         server.setRequestHandler(
           method,
-          this.#handle((params, ctx) =>
-            this.#forward(this.#resourceUpstream(params?.uri), method, params, ctx),
-          ),
+          this.#handle((params, ctx) => {
+            const { upstream, uri } = this.#routeUri(params?.uri);
+            return this.#forward(upstream, method, { ...params, uri }, ctx);
+          }),
         );
       }
     }
@@ -448,7 +604,8 @@ export class Relay {
             const { upstream, name } = this.#split(ref.name);
             return this.#forward(upstream, 'completion/complete', { ...params, ref: { ...ref, name } }, ctx);
           }
-          return this.#forward(this.#resourceUpstream(ref?.uri), 'completion/complete', params, ctx);
+          const { upstream, uri } = this.#routeUri(ref?.uri);
+          return this.#forward(upstream, 'completion/complete', { ...params, ref: { ...ref, uri } }, ctx);
         }),
       );
     }
@@ -469,6 +626,7 @@ export class Relay {
       // declares must not decide whether its calls are gated, wrapped and logged.
       if (request.method === 'tools/call') return this.#toolsCall(request, ctx);
       if (request.method === 'tools/list') return this.#toolsList(request, ctx);
+      if (this.#multi) return this.#other(request.method)(request, ctx);
       try {
         return await this.#forward(this.#first(), request.method, request.params, ctx);
       } catch (error) {
@@ -481,6 +639,90 @@ export class Relay {
       this.downstream.touch();
       for (const upstream of this.#upstreams) await upstream.notify(notification);
     };
+  }
+
+  /**
+   * Methods outside the core set, with several upstreams: skills and their
+   * directories by URI, tasks by id, lists of them gathered; any other method
+   * goes to the upstream it is namespaced for (`<upstream>__<method>`), else to
+   * the one upstream whose declared extensions share its vendor prefix (the
+   * part before the first `/`), else to the one that declares any extension.
+   */
+  #other(method: string) {
+    return this.#handle(async (params, ctx) => {
+      if (method === SKILLS_LIST) {
+        return this.#list(
+          method,
+          'skills',
+          params,
+          ctx,
+          (skill, upstream) => this.#skillOut(upstream, skill) as Record<string, unknown>,
+        );
+      }
+      if (method === 'tasks/list') {
+        return this.#list(
+          method,
+          'tasks',
+          params,
+          ctx,
+          (task, upstream) => this.#taskOut(upstream, task) as Record<string, unknown>,
+        );
+      }
+      if (method === SKILLS_GET || method === DIRECTORY_READ) {
+        const resolved = this.#resolveUri(params?.uri);
+        if (!resolved) throw notFound(`Unknown resource: ${String(params?.uri)}`);
+        // Skills results carry caching hints on every revision; an upstream of the older one gives none.
+        const result = {
+          ...gatheredHints([]),
+          ...(await this.#forward(resolved.upstream, method, { ...params, uri: resolved.uri }, ctx)),
+        };
+        if (method === SKILLS_GET)
+          return {
+            ...result,
+            skill: this.#skillOut(resolved.upstream, (result as { skill?: unknown }).skill),
+          };
+        const children = (result as { resources?: unknown }).resources;
+        if (!Array.isArray(children)) return result;
+        return {
+          ...result,
+          resources: children.map((child) => ({
+            ...child,
+            uri: this.#uriOut(resolved.upstream, (child as { uri?: unknown }).uri),
+          })),
+        };
+      }
+      if (TASK_METHODS.has(method)) {
+        const { upstream, name: taskId } = this.#split(params?.taskId);
+        const result = await this.#forward(upstream, method, { ...params, taskId }, ctx);
+        if (method !== 'tasks/result') return this.#taskOut(upstream, result) as Result;
+        // The result names its task in `_meta` too.
+        const meta = (result as { _meta?: Record<string, unknown> })._meta;
+        const related = meta?.[RELATED_TASK_META_KEY];
+        if (!related) return result;
+        return { ...result, _meta: { ...meta, [RELATED_TASK_META_KEY]: this.#taskOut(upstream, related) } };
+      }
+      const named = splitName(method, this.#names);
+      if (named) return this.#forward(this.#byName.get(named.upstream) as Upstream, named.name, params, ctx);
+      return this.#forward(this.#extensionOwner(method), method, params, ctx);
+    }) as (request: { params?: unknown }, ctx: ServerContext) => Promise<Result>;
+  }
+
+  /** The upstream an extension method goes to (see `#other`). */
+  #extensionOwner(method: string): Upstream {
+    const vendor = method.split('/')[0];
+    const declaring = this.#upstreams.filter((upstream) => this.#extensionsOf(upstream).length > 0);
+    const matching = declaring.filter((upstream) =>
+      this.#extensionsOf(upstream).some((id) => id.split('/')[0] === vendor),
+    );
+    const [only] = matching.length > 0 ? matching : declaring;
+    if (only && (matching.length === 1 || (matching.length === 0 && declaring.length === 1))) return only;
+    throw toProtocolError(
+      new EnvelopeError(
+        'NOT_FOUND',
+        `Which upstream serves ${method} is not known: call it as <upstream>${NAMESPACE_SEPARATOR}${method}`,
+        { method, upstreams: [...this.#names] },
+      ),
+    );
   }
 
   async close(): Promise<void> {

@@ -254,26 +254,26 @@ export class SharedUpstreams {
   #notification(upstream: Upstream, notification: Notification): void {
     const shared = this.#of(upstream);
     if (LIST_CHANGED.has(notification.method)) {
-      for (const client of this.#clients) client.deliver(notification);
+      for (const client of this.#clients) client.deliver(notification, upstream);
       return;
     }
     if (notification.method === 'notifications/resources/updated') {
       const uri = uriOf(notification.params as Record<string, unknown> | undefined);
       const holders = uri === undefined ? undefined : shared.subscriptions.get(uri)?.holders;
-      for (const client of holders ?? []) client.deliver(notification);
+      for (const client of holders ?? []) client.deliver(notification, upstream);
       return;
     }
     const owner = shared.inFlight.at(-1);
     if (owner) {
-      if (this.#admits(shared, owner, notification)) owner.deliver(notification);
+      if (this.#admits(shared, owner, notification)) owner.deliver(notification, upstream);
       return;
     }
     if (notification.method === 'notifications/message') {
       for (const client of this.#clients)
-        if (this.#admits(shared, client, notification)) client.deliver(notification);
+        if (this.#admits(shared, client, notification)) client.deliver(notification, upstream);
       return;
     }
-    [...this.#clients].at(-1)?.deliver(notification);
+    [...this.#clients].at(-1)?.deliver(notification, upstream);
   }
 
   async #request(upstream: Upstream, request: JSONRPCRequest, signal: AbortSignal): Promise<Result> {
