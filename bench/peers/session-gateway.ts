@@ -9,19 +9,22 @@
  */
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type * as Server from '../../src/gateway/http/server.ts';
+import type * as Fleet from '../../src/gateway/relay/upstream-fleet.ts';
 
 const [portText, sharing, separator, command, ...args] = process.argv.slice(2);
 if (separator !== '--' || !command || (sharing !== 'shared' && sharing !== 'per-session'))
   throw new Error('usage: session-gateway.ts PORT shared|per-session -- COMMAND [ARGS...]');
 
-const compiled = fileURLToPath(new URL('../../dist/gateway/http/server.js', import.meta.url));
-const { startHttpGateway } = (await import(pathToFileURL(compiled).href)) as typeof Server;
+const compiled = (path: string) =>
+  pathToFileURL(fileURLToPath(new URL(`../../dist/gateway/${path}`, import.meta.url))).href;
+const { startHttpGateway } = (await import(compiled('http/server.js'))) as typeof Server;
+const { UpstreamFleet } = (await import(compiled('relay/upstream-fleet.js'))) as typeof Fleet;
 const gateway = await startHttpGateway({
-  gateway: {
+  fleet: new UpstreamFleet({
     upstreams: [{ name: 'upstream', kind: 'stdio', command, args, sharing }],
     // Processes booting side by side on a small machine can take longer than the usual 15 s.
     upstream: { startTimeoutMs: 60_000 },
-  },
+  }),
   port: Number(portText),
   maxSessions: 1000,
   maxSessionsPerPrincipal: 1000,

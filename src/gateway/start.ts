@@ -10,7 +10,7 @@ import { type HttpGateway, startHttpGateway } from './http/server.ts';
 import { CallLog, instanceName } from './operations/call-log.ts';
 import { callTimeoutMs, type GatewayConfig, type UpstreamConfig } from './operations/config.ts';
 import { UpstreamStatusBoard } from './operations/upstream-status.ts';
-import type { GatewayOptions } from './relay/client-session.ts';
+import { UpstreamFleet } from './relay/upstream-fleet.ts';
 import { type StdioGateway, serveGatewayOnStdio } from './transports/stdio/serve-stdio.ts';
 import { KILL_GRACE_MS, killAllUpstreams } from './upstreams/child-transport.ts';
 import { EraMemory } from './upstreams/protocol-era.ts';
@@ -91,7 +91,7 @@ function upstreamSpec(upstream: UpstreamConfig, putApi?: PutApi): UpstreamSpec {
   return { ...spec, env: (starting) => ({ ...transport.env, ...putApi.environmentFor(starting) }) };
 }
 
-function upstreamOptions(upstream: UpstreamConfig, eras: EraMemory): UpstreamOptions {
+function upstreamOptions(upstream: UpstreamConfig): UpstreamOptions {
   const tools: Record<string, number> = {};
   for (const tool of Object.keys(upstream.timeouts.tools)) tools[tool] = callTimeoutMs(upstream, tool);
   return {
@@ -99,7 +99,6 @@ function upstreamOptions(upstream: UpstreamConfig, eras: EraMemory): UpstreamOpt
     startTimeoutMs: upstream.timeouts.startMs,
     toolTimeoutsMs: tools,
     protocol: upstream.protocol,
-    eras,
     restart: upstream.restart.enabled
       ? {
           maxRestarts: upstream.restart.maxAttempts,
@@ -235,20 +234,23 @@ export async function startGateway(
   });
   // What each upstream speaks, learned once for every connection to it.
   const eras = new EraMemory();
-  const gatewayOptions = (transport: 'stdio' | 'http', route: string | null): GatewayOptions => ({
-    upstreams: config.upstreams.map((upstream) => ({
-      ...upstreamSpec(upstream, putApi),
-      sharing: upstream.sharing,
-      options: upstreamOptions(upstream, eras),
-    })),
-    toolCallHandler: enforcement.handler(transport, route),
-    outputSchemaFor: (tool, upstream) => enforcement.outputSchemaFor(tool, upstream),
-    serverInfo:
-      config.upstreams.length > 1 ? { name: 'mcp-envelope-gateway', version: GATEWAY_VERSION } : undefined,
-    report,
-    status,
-    ...(artifacts ? { artifacts, ownResources: artifactResources(artifacts) } : {}),
-  });
+  // One fleet per transport served: each has its tool-call handler; the eras and the board are shared.
+  const fleet = (transport: 'stdio' | 'http', route: string | null): UpstreamFleet =>
+    new UpstreamFleet({
+      upstreams: config.upstreams.map((upstream) => ({
+        ...upstreamSpec(upstream, putApi),
+        sharing: upstream.sharing,
+        options: upstreamOptions(upstream),
+      })),
+      eras,
+      toolCallHandler: enforcement.handler(transport, route),
+      outputSchemaFor: (tool, upstream) => enforcement.outputSchemaFor(tool, upstream),
+      serverInfo:
+        config.upstreams.length > 1 ? { name: 'mcp-envelope-gateway', version: GATEWAY_VERSION } : undefined,
+      report,
+      status,
+      ...(artifacts ? { artifacts, ownResources: artifactResources(artifacts) } : {}),
+    });
 
   let http: HttpGateway | undefined;
   let stdio: StdioGateway | undefined;
@@ -268,7 +270,7 @@ export async function startGateway(
     const listen = config.listen.http;
     if (listen) {
       http = await startHttpGateway({
-        gateway: gatewayOptions('http', listen.path),
+        fleet: fleet('http', listen.path),
         host: listen.host,
         port: listen.port,
         allowedHosts: listen.allowedHosts,
@@ -294,7 +296,7 @@ export async function startGateway(
           : {}),
       });
     }
-    if (config.listen.stdio) stdio = await serveGatewayOnStdio(gatewayOptions('stdio', null));
+    if (config.listen.stdio) stdio = await serveGatewayOnStdio(fleet('stdio', null));
   } catch (error) {
     await closeAll();
     throw listenError(error, config);

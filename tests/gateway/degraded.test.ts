@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startHttpGateway } from '../../src/gateway/http/server.ts';
 import { readLatestCallLogs } from '../../src/gateway/operations/call-log.ts';
 import { openClientSession } from '../../src/gateway/relay/client-session.ts';
+import { UpstreamFleet } from '../../src/gateway/relay/upstream-fleet.ts';
 import { printed, within } from './events.ts';
 import { type GatewayDir, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
 import { BIN, FIXTURE, NODE, postInitialize, ROOT, type Running } from './processes.ts';
@@ -236,17 +237,19 @@ describe('over stdio, with one of two upstreams unable to start', () => {
 describe('an upstream waiting out a long backoff', () => {
   // The test's own timeout is far below the backoff: only a call that fails at once can pass.
   it('fails calls to it at once, not after the next attempt', { timeout: 5000 }, async () => {
-    const session = await openClientSession({
-      upstreams: [
-        { name: 'alpha', kind: 'stdio', command: NODE, args: [FIXTURE] },
-        {
-          name: 'beta',
-          kind: 'stdio',
-          ...guarded(blockerFile('slow')),
-          options: { restart: { initialDelayMs: 60_000 } },
-        },
-      ],
-    });
+    const session = await openClientSession(
+      new UpstreamFleet({
+        upstreams: [
+          { name: 'alpha', kind: 'stdio', command: NODE, args: [FIXTURE] },
+          {
+            name: 'beta',
+            kind: 'stdio',
+            ...guarded(blockerFile('slow')),
+            options: { restart: { initialDelayMs: 60_000 } },
+          },
+        ],
+      }),
+    );
     const client = new Client({ name: 'backoff', version: '1.0.0' });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await session.relay.server.connect(serverSide);
@@ -312,16 +315,16 @@ describe('with every upstream unable to start', () => {
   });
 
   it('fails the session, naming the first upstream', async () => {
-    const error = await openClientSession({ upstreams: [failing('one'), failing('two')] }).catch(
-      (e: unknown) => e,
-    );
+    const error = await openClientSession(
+      new UpstreamFleet({ upstreams: [failing('one'), failing('two')] }),
+    ).catch((e: unknown) => e);
     expect((error as { code?: string }).code).toBe('ADAPTER.EXECUTION.FAILED');
     expect((error as Error).message).toMatch(/upstream one did not start/);
   });
 
   it('answers an HTTP initialize with 502 ADAPTER.EXECUTION.FAILED', async () => {
     const gateway = await startHttpGateway({
-      gateway: { upstreams: [failing('one'), failing('two')] },
+      fleet: new UpstreamFleet({ upstreams: [failing('one'), failing('two')] }),
       warmSpare: false,
     });
     try {

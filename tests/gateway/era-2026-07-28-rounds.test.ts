@@ -5,6 +5,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HttpGateway, startHttpGateway } from '../../src/gateway/http/server.ts';
 import { readLatestCallLogs } from '../../src/gateway/operations/call-log.ts';
+import { UpstreamFleet } from '../../src/gateway/relay/upstream-fleet.ts';
 import {
   callLeg,
   httpTarget,
@@ -440,10 +441,10 @@ describe('a gateway at its limit of parked calls', () => {
 
   beforeAll(async () => {
     gateway = await startHttpGateway({
-      gateway: {
+      fleet: new UpstreamFleet({
         upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }],
         maxParkedCalls: 1,
-      },
+      }),
       // A principal the gateway can tell apart: an anonymous one's second call, running beside
       // the parked one, would have its request refused as ambiguous before the cap is reached.
       tokens: [{ token: CAP_TOKEN, tier: 'free' }],
@@ -483,11 +484,11 @@ describe('a gateway at its limit of parked calls, with a short call timeout', ()
 
   beforeAll(async () => {
     gateway = await startHttpGateway({
-      gateway: {
+      fleet: new UpstreamFleet({
         upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }],
         upstream: { timeoutMs: 1500 },
         maxParkedCalls: 1,
-      },
+      }),
       // A principal the gateway can tell apart: an anonymous one's second call, running beside
       // the parked one, would have its request refused as ambiguous before the cap is reached.
       tokens: [{ token: CAP_TOKEN, tier: 'free' }],

@@ -5,6 +5,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpGateway } from '../../src/gateway/http/server.ts';
 import { type ClientSession, openClientSession } from '../../src/gateway/relay/client-session.ts';
+import { UpstreamFleet } from '../../src/gateway/relay/upstream-fleet.ts';
 import {
   BIN,
   FIXTURE,
@@ -71,12 +72,14 @@ describe('a relay over several upstreams', () => {
   let client: Client;
 
   beforeAll(async () => {
-    session = await openClientSession({
-      upstreams: [
-        { name: 'alpha', kind: 'stdio', command: NODE, args: [FIXTURE] },
-        { name: 'beta', kind: 'stdio', command: NODE, args: [FIXTURE] },
-      ],
-    });
+    session = await openClientSession(
+      new UpstreamFleet({
+        upstreams: [
+          { name: 'alpha', kind: 'stdio', command: NODE, args: [FIXTURE] },
+          { name: 'beta', kind: 'stdio', command: NODE, args: [FIXTURE] },
+        ],
+      }),
+    );
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await session.relay.server.connect(serverSide);
     client = new Client({ name: 'multi', version: '1.0.0' });
@@ -129,17 +132,19 @@ describe('a relay over several upstreams', () => {
 
 describe('a relay over upstreams that offer different things', () => {
   it('lists prompts and resources from the upstreams that have them, and skips the others', async () => {
-    const session = await openClientSession({
-      upstreams: [
-        { name: 'full', kind: 'stdio', command: NODE, args: [FIXTURE] },
-        {
-          name: 'tools',
-          kind: 'stdio',
-          command: NODE,
-          args: [join(ROOT, 'examples/prov-envelope-server.ts')],
-        },
-      ],
-    });
+    const session = await openClientSession(
+      new UpstreamFleet({
+        upstreams: [
+          { name: 'full', kind: 'stdio', command: NODE, args: [FIXTURE] },
+          {
+            name: 'tools',
+            kind: 'stdio',
+            command: NODE,
+            args: [join(ROOT, 'examples/prov-envelope-server.ts')],
+          },
+        ],
+      }),
+    );
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await session.relay.server.connect(serverSide);
     const client = new Client({ name: 'mixed', version: '1.0.0' });
@@ -168,7 +173,9 @@ describe('a relay in front of a remote Streamable HTTP upstream', () => {
 
   beforeAll(async () => {
     remote = await startListening([FIXTURE, '--http', '0']);
-    session = await openClientSession({ upstreams: [{ name: 'remote', kind: 'http', url: remote.url }] });
+    session = await openClientSession(
+      new UpstreamFleet({ upstreams: [{ name: 'remote', kind: 'http', url: remote.url }] }),
+    );
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await session.relay.server.connect(serverSide);
     client = new Client({ name: 'remote-test', version: '1.0.0' }, { capabilities: { sampling: {} } });
@@ -211,10 +218,12 @@ describe('a relay in front of a remote Streamable HTTP upstream', () => {
 describe('an upstream that never answers initialize', () => {
   // The test's own timeout is below the 15 s default, so it passes only if startTimeoutMs is honoured.
   it('fails the session within the start timeout', { timeout: 8000 }, async () => {
-    const error = await openClientSession({
-      upstreams: [{ name: 'stuck', kind: 'stdio', command: NODE, args: [FIXTURE, '--hang'] }],
-      upstream: { startTimeoutMs: 500 },
-    }).catch((e: unknown) => e);
+    const error = await openClientSession(
+      new UpstreamFleet({
+        upstreams: [{ name: 'stuck', kind: 'stdio', command: NODE, args: [FIXTURE, '--hang'] }],
+        upstream: { startTimeoutMs: 500 },
+      }),
+    ).catch((e: unknown) => e);
     expect((error as { code?: string }).code).toBe('ADAPTER.EXECUTION.FAILED');
   });
 });
@@ -222,7 +231,9 @@ describe('an upstream that never answers initialize', () => {
 describe('HTTP sessions with resumable streams', () => {
   it('stamps SSE events with ids for Last-Event-ID, and still serves calls', async () => {
     const gateway = await startHttpGateway({
-      gateway: { upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }] },
+      fleet: new UpstreamFleet({
+        upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }],
+      }),
       resumable: true,
       retryIntervalMs: 750,
       warmSpare: false,

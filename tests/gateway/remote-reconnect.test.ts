@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClientSession, openClientSession } from '../../src/gateway/relay/client-session.ts';
+import { UpstreamFleet } from '../../src/gateway/relay/upstream-fleet.ts';
 import { deferred, within } from './events.ts';
 import { FIXTURE, type Running, startListening } from './processes.ts';
 
@@ -23,10 +24,12 @@ describe('a remote Streamable HTTP upstream that drops and comes back', () => {
   beforeAll(async () => {
     remote = await startListening([FIXTURE, '--http', '0']);
     port = new URL(remote.url).port;
-    session = await openClientSession({
-      upstreams: [{ name: 'remote', kind: 'http', url: remote.url }],
-      upstream: { restart: { initialDelayMs: 50, maxDelayMs: 200, maxRestarts: 200 } },
-    });
+    session = await openClientSession(
+      new UpstreamFleet({
+        upstreams: [{ name: 'remote', kind: 'http', url: remote.url }],
+        upstream: { restart: { initialDelayMs: 50, maxDelayMs: 200, maxRestarts: 200 } },
+      }),
+    );
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await session.relay.server.connect(serverSide);
     client = new Client({ name: 'reconnect-test', version: '1.0.0' });

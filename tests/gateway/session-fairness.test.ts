@@ -5,6 +5,7 @@ import {
   type SessionCloseReason,
   startHttpGateway,
 } from '../../src/gateway/http/server.ts';
+import { UpstreamFleet } from '../../src/gateway/relay/upstream-fleet.ts';
 import { FIXTURE, initializeMessage, NODE } from './processes.ts';
 
 /**
@@ -37,7 +38,9 @@ function initialize(url: string, token?: string): Promise<Response> {
 
 function start(options: { maxSessions: number; maxSessionsPerPrincipal?: number; tokens?: boolean }) {
   return startHttpGateway({
-    gateway: { upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }] },
+    fleet: new UpstreamFleet({
+      upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }],
+    }),
     warmSpare: false,
     maxSessions: options.maxSessions,
     ...(options.maxSessionsPerPrincipal ? { maxSessionsPerPrincipal: options.maxSessionsPerPrincipal } : {}),
@@ -118,7 +121,9 @@ describe('abandoned 2025-era sessions', () => {
   it('closes a session whose client went away without DELETE', async () => {
     const closed = Promise.withResolvers<SessionCloseReason>();
     gateway = await startHttpGateway({
-      gateway: { upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }] },
+      fleet: new UpstreamFleet({
+        upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }],
+      }),
       warmSpare: false,
       abandonedSessionMs: 100,
       onSessionClosed: (_id, reason) => closed.resolve(reason),
@@ -138,7 +143,9 @@ describe('idle 2025-era sessions', () => {
   it('closes a session that received nothing for sessionIdleMs', async () => {
     const closed = Promise.withResolvers<SessionCloseReason>();
     gateway = await startHttpGateway({
-      gateway: { upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }] },
+      fleet: new UpstreamFleet({
+        upstreams: [{ name: 'fixture', kind: 'stdio', command: NODE, args: [FIXTURE] }],
+      }),
       warmSpare: false,
       sessionIdleMs: 100,
       onSessionClosed: (_id, reason) => closed.resolve(reason),

@@ -8,6 +8,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HttpGateway, startHttpGateway } from '../../src/gateway/http/server.ts';
+import { UpstreamFleet } from '../../src/gateway/relay/upstream-fleet.ts';
 import { UpstreamPool } from '../../src/gateway/relay/upstream-pool.ts';
 import type { ConfiguredUpstream, UpstreamSharing } from '../../src/gateway/upstreams/upstream.ts';
 import { FIXTURE, NODE } from './processes.ts';
@@ -60,7 +61,7 @@ function processesTagged(tag: string): number[] {
 /** A gateway with two bearer tokens: sessions share upstreams within a principal, and an anonymous session is a principal of its own. */
 function start(upstreams: ConfiguredUpstream[]): Promise<HttpGateway> {
   return startHttpGateway({
-    gateway: { upstreams },
+    fleet: new UpstreamFleet({ upstreams }),
     warmSpare: false,
     tokens: [
       { token: A, tier: 'pro' },
@@ -373,7 +374,9 @@ describe('a shared upstream that gave up', () => {
 describe('the pool', () => {
   it("closes a principal's set once it has gone unused for the idle time", async () => {
     const tag = `idle-${randomUUID()}`;
-    const pool = new UpstreamPool({ upstreams: [fixture('fixture', tag)] }, { idleMs: 50 });
+    const pool = new UpstreamPool(new UpstreamFleet({ upstreams: [fixture('fixture', tag)] }), {
+      idleMs: 50,
+    });
     try {
       const lease = await pool.acquire('someone');
       expect(processesTagged(tag)).toHaveLength(1);

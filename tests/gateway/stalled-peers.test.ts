@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ArtifactService, openArtifactService } from '../../src/artifacts/service.ts';
 import { artifactSink } from '../../src/gateway/artifacts/sink.ts';
 import { type HttpGateway, startHttpGateway } from '../../src/gateway/http/server.ts';
+import { UpstreamFleet } from '../../src/gateway/relay/upstream-fleet.ts';
 import { FIXTURE, NODE } from './processes.ts';
 
 /**
@@ -53,7 +54,9 @@ beforeAll(async () => {
     sweepIntervalMs: 0,
   });
   gateway = await startHttpGateway({
-    gateway: { upstreams: [{ name: 'idle', kind: 'stdio', command: NODE, args: [FIXTURE] }] },
+    fleet: new UpstreamFleet({
+      upstreams: [{ name: 'idle', kind: 'stdio', command: NODE, args: [FIXTURE] }],
+    }),
     warmSpare: false,
     downloads: { path: '/api/download', handler: service.handler },
     downloadsPerAddress: 3,

@@ -15,7 +15,7 @@ import { CONFIG_DEFAULTS } from '../defaults.ts';
 import { RATE_LIMITED_LISTENER, retryAfterOnDenial } from '../enforcement/rate-limits.ts';
 import { readInbound } from '../jsonrpc/inbound.ts';
 import { errorResponse } from '../jsonrpc/messages.ts';
-import { arrange, type GatewayOptions } from '../relay/client-session.ts';
+import type { UpstreamFleet } from '../relay/upstream-fleet.ts';
 import { type SessionCloseReason, SessionTable } from '../transports/2025-11-25/sessions.ts';
 
 export type { SessionCloseReason } from '../transports/2025-11-25/sessions.ts';
@@ -29,7 +29,8 @@ import { sendError, sendJson, sendRpcError } from './reply.ts';
 import { isServerCardPath, serverCardPaths, serveServerCard } from './server-card.ts';
 
 export interface HttpGatewayOptions extends OriginPolicy {
-  gateway: GatewayOptions;
+  /** The gateway's upstreams, built once for it (upstream-fleet.ts). */
+  fleet: UpstreamFleet;
   host?: string;
   port?: number;
   /** Largest request body accepted, in bytes (413 above it). */
@@ -210,11 +211,12 @@ function accepts(req: IncomingMessage, type: string): boolean {
 }
 
 /** What the page may say of each upstream (info-page.ts decides how much of it shows). */
-function pageUpstreams(options: GatewayOptions): PageUpstream[] {
-  return options.upstreams.map((spec) => ({
+function pageUpstreams(fleet: UpstreamFleet): PageUpstream[] {
+  const status = fleet.status;
+  return fleet.configured.map((spec) => ({
     name: spec.name,
     ...(spec.kind === 'stdio' ? { kind: 'stdio' as const } : { kind: 'http' as const, url: spec.url }),
-    ...(options.status ? { state: options.status.get(spec.name).state } : {}),
+    ...(status ? { state: status.get(spec.name).state } : {}),
   }));
 }
 
@@ -238,7 +240,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   const { pool } = table;
 
   const stateless = new StatelessHttp({
-    gateway: options.gateway,
+    fleet: options.fleet,
     pool,
     maxBodyBytes: maxBody,
     onError: report,
@@ -350,15 +352,15 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       // The caller's shared upstreams, and the spare's per-session ones, answer tools/list
       // without starting processes just for a page.
       const own = await table.ownForPage();
-      const upstreams = arrange(options.gateway, lease?.set.upstreams ?? [], own);
+      const upstreams = options.fleet.arrange(lease?.set.upstreams ?? [], own);
       for (const upstream of upstreams) {
         if (!upstream.available || !upstream.capabilities.tools) continue;
         const listed = await upstream.request('tools/list', undefined, { timeoutMs: 5000 });
         const names = (listed.tools as Tool[] | undefined) ?? [];
         const prefix = upstreams.length > 1 ? `${upstream.name}__` : '';
         // Listing a tool is when its schemas are checked; the page says which ones cannot be.
-        for (const tool of names) options.gateway.outputSchemaFor?.(tool, upstream.name);
-        const defects = options.gateway.status?.schemaDefects(upstream.name) ?? [];
+        for (const tool of names) options.fleet.options.outputSchemaFor?.(tool, upstream.name);
+        const defects = options.fleet.status?.schemaDefects(upstream.name) ?? [];
         tools = tools.concat(
           names.map((tool) => {
             const broken = defects.filter((defect) => defect.tool === tool.name).map(({ schema }) => schema);
@@ -380,7 +382,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       title: options.title ?? 'mcp-envelope gateway',
       mode: options.mode ?? 'passthrough',
       endpoint: `http://${options.host ?? '127.0.0.1'}:${address.port}${mcpPath}`,
-      upstreams: pageUpstreams(options.gateway),
+      upstreams: pageUpstreams(options.fleet),
       tools,
       authRequired,
     });
@@ -402,7 +404,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
       }
       // Anyone may ask, token or not: states only. Why an upstream is down, what it wrote and how
       // busy the gateway is stay on the operator's side.
-      const board = options.gateway.status;
+      const board = options.fleet.status;
       const defects = board?.schemaDefectSummary();
       sendJson(res, 200, {
         status: board?.summary() ?? 'ok',

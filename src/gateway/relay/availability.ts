@@ -12,34 +12,20 @@ import type { Server, ServerCapabilities } from '@modelcontextprotocol/server';
 import type { Upstream } from '../upstreams/upstream.ts';
 import { mergeCapabilities } from './relay.ts';
 
-/** What an upstream last declared, per gateway (keyed by its options object), per upstream name. */
-const lastKnown = new WeakMap<object, Map<string, ServerCapabilities>>();
-
-function memoryOf(gateway: object): Map<string, ServerCapabilities> {
-  let memory = lastKnown.get(gateway);
-  if (!memory) {
-    memory = new Map();
-    lastKnown.set(gateway, memory);
-  }
-  return memory;
-}
-
-/** Records what an upstream that is up declared, for later sessions that find it down. */
-export function rememberCapabilities(gateway: object, upstream: Upstream): void {
-  if (upstream.available) memoryOf(gateway).set(upstream.name, upstream.capabilities);
-}
-
 /**
  * The capabilities a session advertises: the upstreams' own, with a down
- * upstream standing in by what it last declared (else tools only), and, when
- * any is down, `listChanged` on each list, so the recovery can be announced.
+ * upstream standing in by what it last declared (`lastKnown`, which its
+ * gateway's fleet keeps; else tools only), and, when any is down,
+ * `listChanged` on each list, so the recovery can be announced.
  */
-export function advertisedCapabilities(gateway: object, upstreams: readonly Upstream[]): ServerCapabilities {
-  const memory = memoryOf(gateway);
+export function advertisedCapabilities(
+  lastKnown: ReadonlyMap<string, ServerCapabilities>,
+  upstreams: readonly Upstream[],
+): ServerCapabilities {
   const stand = upstreams.map((upstream) => ({
     capabilities: upstream.available
       ? upstream.capabilities
-      : (memory.get(upstream.name) ?? { tools: { listChanged: true } }),
+      : (lastKnown.get(upstream.name) ?? { tools: { listChanged: true } }),
   }));
   const merged = mergeCapabilities(stand);
   if (upstreams.every((upstream) => upstream.available)) return merged;

@@ -1,23 +1,9 @@
 import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../defaults.ts';
-import { causeLines } from '../upstreams/child-transport.ts';
-import { operatorView } from '../upstreams/redact.ts';
-import {
-  processResultBudget,
-  type ResultBudget,
-  SET_RESULT_BUDGET_BYTES,
-  setResultBudget,
-} from '../upstreams/result-budget.ts';
-import {
-  type ClientIdentity,
-  type ConfiguredUpstream,
-  Upstream,
-  UpstreamFailure,
-} from '../upstreams/upstream.ts';
-import { rememberCapabilities } from './availability.ts';
+import type { ClientIdentity, ConfiguredUpstream, Upstream } from '../upstreams/upstream.ts';
 import { capabilityGroup } from './client-identity.ts';
-import type { GatewayOptions } from './client-session.ts';
 import { SharedUpstreams } from './shared-upstreams.ts';
+import type { UpstreamFleet } from './upstream-fleet.ts';
 
 /**
  * The HTTP gateway's upstream connections shared between clients: one set per
@@ -34,112 +20,9 @@ import { SharedUpstreams } from './shared-upstreams.ts';
  * served). Once no lease is held and no request runs upstream, the set is
  * closed after `idleMs` (the session idle time); one none of whose upstreams
  * ever started is closed at once, so that the next client starts them afresh. Upstreams
- * configured `per-session` are not here: each session starts its own.
+ * configured `per-session` are not here: each session starts its own. The sets
+ * are instantiated and watched by the gateway's fleet (upstream-fleet.ts).
  */
-
-/** Whether the upstream is shared between the sessions of a principal (the default). */
-export function isShared(upstream: ConfiguredUpstream): boolean {
-  return upstream.sharing !== 'per-session';
-}
-
-/**
- * A new upstream set's result budget, inside the gateway's process budget: a
- * principal's shared set, or a session's own upstreams (result-budget.ts).
- */
-export function newSetBudget(options: GatewayOptions): ResultBudget {
-  const budgets = options.resultBudgets;
-  return setResultBudget(
-    budgets?.process ?? processResultBudget(),
-    budgets?.setBytes ?? SET_RESULT_BUDGET_BYTES,
-  );
-}
-
-/**
- * Upstream objects for the given configured upstreams, not yet started: one
- * set, holding its answers against one budget, told at initialize what
- * `client` declared (and, for `per-client` identity, who it is).
- */
-export function instantiate(
-  options: GatewayOptions,
-  configured: readonly ConfiguredUpstream[],
-  budget: ResultBudget = newSetBudget(options),
-  client?: { identity: ClientIdentity; named: boolean },
-): Upstream[] {
-  const told = client
-    ? {
-        clientCapabilities: client.identity.capabilities ?? {},
-        ...(client.identity.era ? { clientEra: client.identity.era } : {}),
-        ...(client.named && client.identity.info ? { clientInfo: client.identity.info } : {}),
-      }
-    : {};
-  return configured.map(
-    ({ options: own, sharing: _sharing, ...spec }) =>
-      new Upstream(spec, { ...options.upstream, ...own, ...told, resultBudget: budget }),
-  );
-}
-
-/** Starts the upstreams; those that fail keep retrying in the background (availability.ts). */
-export async function startUpstreams(options: GatewayOptions, upstreams: readonly Upstream[]): Promise<void> {
-  await Promise.allSettled(upstreams.map((upstream) => upstream.connect()));
-  for (const upstream of upstreams) {
-    options.status?.observe(upstream);
-    rememberCapabilities(options, upstream);
-  }
-}
-
-/** Upstreams already reported down, so that a shared one is reported once, not once per session. */
-const reportedDown = new WeakSet<Upstream>();
-
-/** Says which of the upstreams a client is being served without, once per upstream. */
-export function reportDown(options: GatewayOptions, upstreams: readonly Upstream[]): void {
-  for (const upstream of upstreams) {
-    if (upstream.available || reportedDown.has(upstream)) continue;
-    reportedDown.add(upstream);
-    options.report?.(`${describeDown(upstream)}; serving without it and retrying in the background`);
-  }
-}
-
-/**
- * Keeps the status board and the capability memory current for one upstream,
- * and reports it giving up and, once reported down, coming back. Returns the
- * unsubscribe.
- */
-export function watchUpstream(options: GatewayOptions, upstream: Upstream): () => void {
-  const offGaveUp = upstream.onGaveUp((restarts) => {
-    options.status?.observe(upstream);
-    options.report?.(
-      `upstream ${upstream.name} gave up after ${restarts} restart attempts; ` +
-        'calls to it fail until the gateway is restarted',
-    );
-  });
-  const offRecovered = upstream.onRecovered(() => {
-    options.status?.observe(upstream);
-    if (reportedDown.delete(upstream)) options.report?.(`upstream ${upstream.name} is back`);
-    rememberCapabilities(options, upstream);
-  });
-  return () => {
-    offGaveUp();
-    offRecovered();
-  };
-}
-
-/** Why none of a client's upstreams can serve it: the first one's failure, in configuration order. */
-export function noneStarted(upstreams: readonly Upstream[]): EnvelopeError {
-  return (
-    upstreams.find((upstream) => upstream.failure)?.failure ??
-    new UpstreamFailure('no upstream is available', { upstreams: upstreams.map((upstream) => upstream.name) })
-  );
-}
-
-/** Why an upstream is down, on one line: the failure and the stderr line that names its cause (else its last). */
-function describeDown(upstream: Upstream): string {
-  const failure = upstream.failure;
-  if (!failure) return `upstream ${upstream.name} is down`;
-  // The operator's terminal gets the full text; what clients see is redacted.
-  const view = operatorView(failure);
-  const last = causeLines(view.stderr ?? '', 1)[0]?.trim();
-  return `${view.message}${last ? ` (stderr: ${last})` : ''}`;
-}
 
 /** One principal's shared upstreams. */
 export interface SharedSet {
@@ -178,7 +61,7 @@ export interface PoolOptions {
 }
 
 export class UpstreamPool {
-  readonly #gateway: GatewayOptions;
+  readonly #fleet: UpstreamFleet;
   readonly #configured: readonly ConfiguredUpstream[];
   readonly #idleMs: number;
   readonly #sets = new Map<string, Entry>();
@@ -187,9 +70,9 @@ export class UpstreamPool {
   readonly #closers = new WeakMap<Entry, () => Promise<void>>();
   #closed = false;
 
-  constructor(gateway: GatewayOptions, options: PoolOptions = {}) {
-    this.#gateway = gateway;
-    this.#configured = gateway.upstreams.filter(isShared);
+  constructor(fleet: UpstreamFleet, options: PoolOptions = {}) {
+    this.#fleet = fleet;
+    this.#configured = fleet.shared;
     this.#idleMs = options.idleMs ?? CONFIG_DEFAULTS.listen.http.sessionIdleMs;
   }
 
@@ -225,14 +108,14 @@ export class UpstreamPool {
     options: { once?: boolean; client?: ClientIdentity } = {},
   ): Promise<PoolLease> {
     if (this.#closed) throw new EnvelopeError('DEPENDENCY_UNAVAILABLE', 'The gateway is shutting down');
-    const group = capabilityGroup(options.client, this.#allSpeakModern());
+    const group = capabilityGroup(options.client, this.#fleet.sharedSpeakModern());
     const key = `${principal}\u0000${group}`;
     let entry = this.#sets.get(key);
     if (entry && gaveUp(entry)) {
       // One client's crashes spent the restart budget: the sessions holding this set keep
       // it (and its failures), but the next one starts afresh instead of inheriting the outage.
       this.#sets.delete(key);
-      this.#gateway.report?.(`upstreams of a client gave up; starting them afresh for a new session`);
+      this.#fleet.report(`upstreams of a client gave up; starting them afresh for a new session`);
       if (entry.users === 0) void this.#closers.get(entry)?.();
       entry = undefined;
     }
@@ -281,23 +164,16 @@ export class UpstreamPool {
     await Promise.all(entries.map((entry) => this.#closers.get(entry)?.()));
   }
 
-  /** Whether every shared upstream was found to speak 2026-07-28, where capabilities are told per request. */
-  #allSpeakModern(): boolean {
-    return this.#configured.every(
-      ({ name, options }) => (options?.eras ?? this.#gateway.upstream?.eras)?.speaksModern(name) === true,
-    );
-  }
-
   #open(client?: ClientIdentity): Entry {
     const listeners = new Set<() => void>();
-    const upstreams = instantiate(
-      this.#gateway,
+    const fleet = this.#fleet;
+    const upstreams = fleet.instantiate(
       this.#configured,
-      newSetBudget(this.#gateway),
+      fleet.newSetBudget(),
       client ? { identity: client, named: false } : undefined,
     );
     const shared = new SharedUpstreams(upstreams);
-    const stops = upstreams.map((upstream) => watchUpstream(this.#gateway, upstream));
+    const stops = upstreams.map((upstream) => fleet.watch(upstream));
     const set: SharedSet = {
       upstreams,
       shared,
@@ -307,8 +183,8 @@ export class UpstreamPool {
       },
     };
     const entry: Entry = {
-      group: capabilityGroup(client, this.#allSpeakModern()),
-      ready: startUpstreams(this.#gateway, upstreams).then(() => {
+      group: capabilityGroup(client, fleet.sharedSpeakModern()),
+      ready: fleet.start(upstreams).then(() => {
         entry.started ||= upstreams.some((upstream) => upstream.available);
         return set;
       }),

@@ -7,13 +7,9 @@ import { CONFIG_DEFAULTS } from '../../defaults.ts';
 import { sendError, sendRpcError } from '../../http/reply.ts';
 import { closeWhenUnread } from '../../http/unread-bound.ts';
 import { type ClientIdentity, initializingClient, sameClient } from '../../relay/client-identity.ts';
-import {
-  type ClientSession,
-  type GatewayOptions,
-  openClientSession,
-  startOwnUpstreams,
-} from '../../relay/client-session.ts';
-import { isShared, UpstreamPool } from '../../relay/upstream-pool.ts';
+import { type ClientSession, openClientSession } from '../../relay/client-session.ts';
+import type { UpstreamFleet } from '../../relay/upstream-fleet.ts';
+import { UpstreamPool } from '../../relay/upstream-pool.ts';
 import type { Upstream } from '../../upstreams/upstream.ts';
 import { BoundedEventStore } from './event-store.ts';
 import { SessionTransport } from './session-transport.ts';
@@ -62,7 +58,8 @@ interface SessionTransportChoice {
 }
 
 export interface SessionTableOptions {
-  gateway: GatewayOptions;
+  /** The gateway's upstreams: the shared sets are built over it, and each session's own. */
+  fleet: UpstreamFleet;
   maxSessions?: number;
   maxSessionsPerPrincipal?: number;
   sessionIdleMs?: number;
@@ -109,8 +106,8 @@ export class SessionTable {
     this.#maxPerPrincipal = options.maxSessionsPerPrincipal ?? Math.max(1, Math.floor(this.#maxSessions / 4));
     const idleMs = options.sessionIdleMs ?? defaults.sessionIdleMs;
     const abandonedMs = options.abandonedSessionMs ?? defaults.abandonedSessionMs;
-    this.pool = new UpstreamPool(options.gateway, { idleMs });
-    this.#perSession = options.gateway.upstreams.some((upstream) => !isShared(upstream));
+    this.pool = new UpstreamPool(options.fleet, { idleMs });
+    this.#perSession = options.fleet.perSession;
     this.#sweeper = setInterval(
       () => {
         const now = Date.now();
@@ -148,7 +145,7 @@ export class SessionTable {
     if (!this.#perSession) return [];
     const spared = await this.#spare;
     if (spared) return spared;
-    this.#pageOwn ??= startOwnUpstreams(this.#options.gateway);
+    this.#pageOwn ??= this.#options.fleet.startOwn();
     return this.#pageOwn;
   }
 
@@ -178,8 +175,7 @@ export class SessionTable {
 
   #warmSpare(client?: ClientIdentity): void {
     this.#spareFor = client;
-    this.#spare =
-      this.#closing || !this.#perSession ? undefined : startOwnUpstreams(this.#options.gateway, client);
+    this.#spare = this.#closing || !this.#perSession ? undefined : this.#options.fleet.startOwn(client);
   }
 
   async #take(principal: string, once: boolean, client: ClientIdentity): Promise<ClientSession> {
@@ -195,7 +191,7 @@ export class SessionTable {
       await Promise.all(own.map((upstream) => upstream.close()));
       own = undefined;
     }
-    return openClientSession(this.#options.gateway, {
+    return openClientSession(this.#options.fleet, {
       pool: this.pool,
       principal,
       once,

@@ -7,20 +7,12 @@ import { EnvelopeError } from '../../../errors/index.ts';
 import { sendJson } from '../../http/reply.ts';
 import { closeWhenUnread } from '../../http/unread-bound.ts';
 import { errorResponse, requestIdOf } from '../../jsonrpc/messages.ts';
-import { advertisedCapabilities } from '../../relay/availability.ts';
 import { type ClientIdentity, capabilityGroup, requestingClient } from '../../relay/client-identity.ts';
-import { arrange, type GatewayOptions, startOwnUpstreams } from '../../relay/client-session.ts';
 import { Downstream, listenSink } from '../../relay/downstream.ts';
 import { listenedResources, MAX_OPEN_LISTENS, ResourceListens, tooManyListens } from '../../relay/listen.ts';
 import { Relay } from '../../relay/relay.ts';
-import {
-  noneStarted,
-  type PoolLease,
-  reportDown,
-  type SharedSet,
-  type UpstreamPool,
-  watchUpstream,
-} from '../../relay/upstream-pool.ts';
+import { noneStarted, type UpstreamFleet } from '../../relay/upstream-fleet.ts';
+import type { PoolLease, SharedSet, UpstreamPool } from '../../relay/upstream-pool.ts';
 import type { Upstream } from '../../upstreams/upstream.ts';
 import { withWireStatus } from './wire-status.ts';
 
@@ -41,7 +33,8 @@ import { withWireStatus } from './wire-status.ts';
  */
 
 export interface StatelessHttpOptions {
-  gateway: GatewayOptions;
+  /** The gateway's upstreams: each principal's own ones are started over it. */
+  fleet: UpstreamFleet;
   /** Where each principal's shared upstreams come from. */
   pool: UpstreamPool;
   maxBodyBytes: number;
@@ -163,15 +156,16 @@ export class StatelessHttp {
   }
 
   async #open(set: SharedSet, anonymous: boolean, client: ClientIdentity): Promise<PrincipalSession> {
-    const { gateway, maxBodyBytes, onError } = this.#options;
+    const { fleet, maxBodyBytes, onError } = this.#options;
+    const gateway = fleet.options;
     // Requests of several clients share these: they are told what the clients declared, not who they are.
-    const own = await startOwnUpstreams(gateway, client, false);
-    const upstreams = arrange(gateway, set.upstreams, own);
+    const own = await fleet.startOwn(client, false);
+    const upstreams = fleet.arrange(set.upstreams, own);
     if (upstreams.every((upstream) => !upstream.available)) {
       await Promise.all(own.map((upstream) => upstream.close()));
       throw noneStarted(upstreams);
     }
-    const capabilities = advertisedCapabilities(gateway, upstreams);
+    const capabilities = fleet.advertisedCapabilities(upstreams);
     const downstream = new Downstream(upstreams, {
       maxParked: gateway.maxParkedCalls,
       shared: set.shared,
@@ -193,9 +187,9 @@ export class StatelessHttp {
       },
     );
     downstream.setSink(listenSink(handler.notify));
-    reportDown(gateway, upstreams);
+    fleet.reportDown(upstreams);
     const stops = [
-      ...own.map((upstream) => watchUpstream(gateway, upstream)),
+      ...own.map((upstream) => fleet.watch(upstream)),
       // An upstream back from being down: its lists changed, which listen streams are told.
       ...upstreams.map((upstream) =>
         upstream.onRecovered(() => {

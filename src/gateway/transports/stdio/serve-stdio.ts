@@ -1,6 +1,7 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { type ClientSession, type GatewayOptions, openClientSession } from '../../relay/client-session.ts';
+import { type ClientSession, openClientSession } from '../../relay/client-session.ts';
 import { ListenWatchingTransport, ResourceListens } from '../../relay/listen.ts';
+import type { UpstreamFleet } from '../../relay/upstream-fleet.ts';
 import { LineServerTransport } from './line-server-transport.ts';
 
 export interface StdioGateway {
@@ -15,8 +16,8 @@ export interface StdioGateway {
  * pins the connection to the era its first message speaks. Only MCP messages
  * are written to stdout; everything else belongs on stderr.
  */
-export async function serveGatewayOnStdio(options: GatewayOptions): Promise<StdioGateway> {
-  const session = await openClientSession(options);
+export async function serveGatewayOnStdio(fleet: UpstreamFleet): Promise<StdioGateway> {
+  const session = await openClientSession(fleet);
   let markClosed: () => void = () => {};
   const closed = new Promise<void>((resolve) => {
     markClosed = resolve;
