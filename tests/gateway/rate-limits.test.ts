@@ -214,8 +214,10 @@ describe('rate limits over HTTP', () => {
   /** The Retry-After header of each response a client got, in order (null: none). */
   const retryAfters = new Map<Client, (string | null)[]>();
 
-  async function connect(token?: string): Promise<Client> {
-    const client = new Client({ name: 'rate-limits', version: '1.0.0' });
+  async function connect(
+    token?: string,
+    client = new Client({ name: 'rate-limits', version: '1.0.0' }),
+  ): Promise<Client> {
     const seen: (string | null)[] = [];
     retryAfters.set(client, seen);
     await client.connect(
@@ -264,6 +266,15 @@ describe('rate limits over HTTP', () => {
     }
     expect(hosted(await call(modern[0] as Client, 'fill')).ok).toBe(true);
     expect(hosted(await call(modern[1] as Client, 'fill')).error?.code).toBe('RATE_LIMITED');
+  });
+
+  it('says Retry-After on a 2026-07-28 response whose one answer is a denial', async () => {
+    const client = await connect(B_TOKEN, statelessEraClient());
+    expect(hosted(await call(client, 'other')).ok).toBe(true);
+    expect(hosted(await call(client, 'other')).error?.code).toBe('RATE_LIMITED');
+    const [admitted, denied] = (retryAfters.get(client) as (string | null)[]).slice(-2);
+    expect(admitted).toBeNull();
+    expect(Number(denied)).toBeGreaterThanOrEqual(1);
   });
 
   it('shares a global bucket among every caller', async () => {

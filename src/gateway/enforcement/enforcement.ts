@@ -20,6 +20,7 @@ import {
 import { RateLimiter, type RateLimitRule } from '../../ratelimit/limiter.ts';
 import { defaultRegistry } from '../../schemas/registry.ts';
 import { splitReturnMode } from '../artifacts/return-modes.ts';
+import { rateLimitedListener } from '../http/scope.ts';
 import type { CallLog, CallLogFacts, CallTransport } from '../operations/call-log.ts';
 import type { GatewayTiers, UpstreamConfig } from '../operations/config.ts';
 import { isRoundSignal } from '../relay/input-required.ts';
@@ -30,7 +31,6 @@ import {
   type ToolCallContext,
   type ToolCallHandler,
 } from '../relay/relay.ts';
-import { rateLimitedListener } from './rate-limits.ts';
 
 /**
  * What the gateway does to every tools/call: per upstream, either pass the

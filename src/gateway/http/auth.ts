@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { EnvelopeError } from '../../errors/index.ts';
+import type { RequestScope } from './scope.ts';
 
 /** A bearer token, the tier its holder gets, and the name it is configured under. */
 export interface TokenGrant {
@@ -64,4 +65,25 @@ export class BearerAuth {
     if (!found) throw new EnvelopeError('UNAUTHORIZED', 'The bearer token is not valid');
     return found;
   }
+}
+
+/**
+ * The bearer-token guard: a presented token is always checked (a wrong one is
+ * never taken for no token); without one the caller is anonymous unless
+ * `required`. Names the scope's principal and tier, or throws AUTH_REQUIRED /
+ * UNAUTHORIZED, answered with `challengeHeaders`.
+ */
+export function authenticate(scope: RequestScope, auth: BearerAuth, required: boolean): void {
+  const header = scope.req.headers.authorization;
+  if (!required && !(auth.enabled && header !== undefined)) return;
+  const principal = auth.authenticate(header);
+  scope.principal = principal;
+  scope.tier = principal.tier;
+}
+
+/** The headers an HTTP error answer carries: a refused token's says how to authenticate. */
+export function challengeHeaders(error: EnvelopeError): Record<string, string> {
+  return error.code === 'AUTH_REQUIRED' || error.code === 'UNAUTHORIZED'
+    ? { 'www-authenticate': 'Bearer realm="mcp-envelope"' }
+    : {};
 }

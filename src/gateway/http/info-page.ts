@@ -1,3 +1,9 @@
+import type { Tool } from '@modelcontextprotocol/server';
+import type { UpstreamFleet } from '../relay/upstream-fleet.ts';
+import type { UpstreamPool } from '../relay/upstream-pool.ts';
+import type { Upstream } from '../upstreams/upstream.ts';
+import { accepts, poolKeyOf, type RequestScope } from './scope.ts';
+
 export interface PageTool {
   name: string;
   description?: string;
@@ -86,4 +92,92 @@ It is meant for MCP clients, not browsers.</p>
 </body>
 </html>
 `;
+}
+
+/** What the page is made from: the gateway's upstreams and how it presents itself. */
+export interface InfoPageSource {
+  fleet: UpstreamFleet;
+  /** The caller's shared upstreams answer tools/list, without starting processes just for a page. */
+  pool: UpstreamPool;
+  /** The per-session upstreams the page may ask (the spare's, sessions.ts). */
+  ownForPage(): Promise<Upstream[]>;
+  title: string;
+  mode: string;
+  /** The endpoint clients are told to connect to, once the server listens. */
+  endpoint(): string;
+  authRequired: boolean;
+}
+
+/** Whether the request is a browser's asking for the page: a GET outside any session taking HTML, not SSE. */
+export function wantsInfoPage(scope: RequestScope): boolean {
+  return (
+    scope.req.method === 'GET' &&
+    !scope.req.headers['mcp-session-id'] &&
+    accepts(scope, 'text/html') &&
+    !accepts(scope, 'text/event-stream')
+  );
+}
+
+/** What the page may say of each upstream (`renderInfoPage` decides how much of it shows). */
+function pageUpstreams(fleet: UpstreamFleet): PageUpstream[] {
+  const status = fleet.status;
+  return fleet.configured.map((spec) => ({
+    name: spec.name,
+    ...(spec.kind === 'stdio' ? { kind: 'stdio' as const } : { kind: 'http' as const, url: spec.url }),
+    ...(status ? { state: status.get(spec.name).state } : {}),
+  }));
+}
+
+/** The tools the caller's upstreams list, as the page names them; none when they cannot say. */
+async function pageTools(scope: RequestScope, source: InfoPageSource): Promise<PageTool[]> {
+  const { fleet } = source;
+  let tools: PageTool[] = [];
+  const lease = await source.pool.acquire(poolKeyOf(scope)).catch(() => undefined);
+  try {
+    const own = await source.ownForPage();
+    const upstreams = fleet.arrange(lease?.set.upstreams ?? [], own);
+    for (const upstream of upstreams) {
+      if (!upstream.available || !upstream.capabilities.tools) continue;
+      const listed = await upstream.request('tools/list', undefined, { timeoutMs: 5000 });
+      const names = (listed.tools as Tool[] | undefined) ?? [];
+      const prefix = upstreams.length > 1 ? `${upstream.name}__` : '';
+      // Listing a tool is when its schemas are checked; the page says which ones cannot be.
+      for (const tool of names) fleet.options.outputSchemaFor?.(tool, upstream.name);
+      const defects = fleet.status?.schemaDefects(upstream.name) ?? [];
+      tools = tools.concat(
+        names.map((tool) => {
+          const broken = defects.filter((defect) => defect.tool === tool.name).map(({ schema }) => schema);
+          return {
+            name: prefix + tool.name,
+            description: tool.description,
+            ...(broken.length > 0 ? { defect: `its ${broken.join(' and ')} cannot be compiled` } : {}),
+          };
+        }),
+      );
+    }
+  } catch {
+    // The page still explains the endpoint when the upstream is down.
+  } finally {
+    lease?.release();
+  }
+  return tools;
+}
+
+/** Answers with the page, listing the tools through the caller's own upstreams. */
+export async function sendInfoPage(scope: RequestScope, source: InfoPageSource): Promise<void> {
+  const tools = await pageTools(scope, source);
+  const html = renderInfoPage({
+    title: source.title,
+    mode: source.mode,
+    endpoint: source.endpoint(),
+    upstreams: pageUpstreams(source.fleet),
+    tools,
+    authRequired: source.authRequired,
+  });
+  scope.res.writeHead(200, {
+    'content-type': 'text/html; charset=utf-8',
+    'content-security-policy': "default-src 'none'",
+    'x-content-type-options': 'nosniff',
+  });
+  scope.res.end(html);
 }

@@ -1,6 +1,7 @@
 import { isIPv6 } from 'node:net';
 import { localhostAllowedHostnames, localhostAllowedOrigins } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
+import type { RequestScope } from './scope.ts';
 
 export interface OriginPolicy {
   /** Extra Host names accepted besides loopback (e.g. a public name behind a proxy). */
@@ -66,7 +67,15 @@ export function checkHostAndOrigin(
   origin: string | undefined,
   policy: OriginPolicy = {},
 ): void {
-  const allowed = allowedBy(policy);
+  checkAgainst(host, origin, allowedBy(policy));
+}
+
+/** The Host/Origin guard of a request, against the names its gateway allows (`allowedBy`, worked out once). */
+export function checkOrigin(scope: RequestScope, allowed: AllowedNames): void {
+  checkAgainst(scope.req.headers.host, scope.req.headers.origin, allowed);
+}
+
+function checkAgainst(host: string | undefined, origin: string | undefined, allowed: AllowedNames): void {
   const hostname = host === undefined ? undefined : parseHost(host);
   if (hostname === undefined || !allowed.hosts.has(hostname)) {
     throw new EnvelopeError('FORBIDDEN', 'Host header is not allowed', { header: 'host' });
@@ -91,7 +100,8 @@ function originAllowed(origin: string, allowed: AllowedNames): boolean {
   );
 }
 
-interface AllowedNames {
+/** The names a policy allows: worked out once per gateway rather than on every request. */
+export interface AllowedNames {
   hosts: Set<string>;
   exactOrigins: Set<string>;
   /** Schemes listed as `<scheme>://*`: every origin of them is allowed. */
@@ -100,24 +110,17 @@ interface AllowedNames {
   originHosts: Set<string>;
 }
 
-/** The lists a policy allows, worked out once per policy rather than on every request. */
-const allowedLists = new WeakMap<OriginPolicy, AllowedNames>();
-
-function allowedBy(policy: OriginPolicy): AllowedNames {
-  let allowed = allowedLists.get(policy);
-  if (!allowed) {
-    const extra = (policy.allowedOrigins ?? []).map((entry) => entry.toLowerCase());
-    const wildcard = extra.filter((entry) => /^[a-z][a-z0-9+.-]*:\/\/\*$/.test(entry));
-    allowed = {
-      hosts: new Set([...localhostAllowedHostnames(), ...(policy.allowedHosts ?? []).map(hostnameOf)]),
-      exactOrigins: new Set(extra.filter((entry) => entry.includes('://') && !wildcard.includes(entry))),
-      anyOfScheme: new Set(wildcard.map((entry) => entry.slice(0, entry.indexOf('://')))),
-      originHosts: new Set([
-        ...localhostAllowedOrigins(),
-        ...extra.filter((entry) => !entry.includes('://')).map(hostnameOf),
-      ]),
-    };
-    allowedLists.set(policy, allowed);
-  }
-  return allowed;
+/** The names a policy allows: loopback ones and the configured ones. */
+export function allowedBy(policy: OriginPolicy): AllowedNames {
+  const extra = (policy.allowedOrigins ?? []).map((entry) => entry.toLowerCase());
+  const wildcard = extra.filter((entry) => /^[a-z][a-z0-9+.-]*:\/\/\*$/.test(entry));
+  return {
+    hosts: new Set([...localhostAllowedHostnames(), ...(policy.allowedHosts ?? []).map(hostnameOf)]),
+    exactOrigins: new Set(extra.filter((entry) => entry.includes('://') && !wildcard.includes(entry))),
+    anyOfScheme: new Set(wildcard.map((entry) => entry.slice(0, entry.indexOf('://')))),
+    originHosts: new Set([
+      ...localhostAllowedOrigins(),
+      ...extra.filter((entry) => !entry.includes('://')).map(hostnameOf),
+    ]),
+  };
 }

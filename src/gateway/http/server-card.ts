@@ -6,9 +6,9 @@ import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 import { STATELESS_WIRE_REVISION } from '../../errors/codes.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import type { UpstreamDeclaration, UpstreamState } from '../operations/upstream-status.ts';
-import type { GatewayOptions } from '../relay/client-session.ts';
 import { NAMESPACE_SEPARATOR } from '../relay/namespace.ts';
 import { advertisedServerInfo } from '../relay/relay.ts';
+import type { GatewayOptions } from '../relay/upstream-fleet.ts';
 import type { BearerAuth } from './auth.ts';
 import { sendError } from './reply.ts';
 
