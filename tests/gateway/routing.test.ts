@@ -33,11 +33,6 @@ function configWith(upstreams: ReturnType<typeof upstream>[]): string {
   }).config;
 }
 
-function textOf(result: unknown): string {
-  const content = (result as { content?: { type: string; text?: string }[] }).content ?? [];
-  return content.map((block) => block.text ?? '').join('\n');
-}
-
 /** What a read returned, as text. */
 function readText(result: { contents: unknown[] }): string {
   return result.contents.map((content) => (content as { text?: string }).text ?? '').join('\n');
