@@ -91,7 +91,10 @@ describe('the put API', () => {
       downloadUrl: `http://127.0.0.1:9/api/download?id=${encodeURIComponent(put.downloadId)}`,
       resourceUri: `mcp-envelope://artifacts/${put.downloadId}`,
     });
-    expect(Date.parse(put.expiresAt) - before).toBeLessThanOrEqual(HOUR + 1000);
+    // The id's expiry is in whole seconds, rounded up, from the moment of the put.
+    const after = Date.now();
+    expect(Date.parse(put.expiresAt)).toBeLessThanOrEqual(after + HOUR + 1000);
+    expect(Date.parse(put.expiresAt)).toBeGreaterThanOrEqual(before + HOUR - 1000);
     const stored = await service.store.resolveGrant(put.downloadId.split('.')[0] as string);
     expect(stored?.grant.owner).toMatch(/^upstream:files#[0-9a-f]{16}\/token:alice$/);
     const read = await files.read(put.downloadId);
