@@ -144,6 +144,44 @@ describe.each(CASES)('two upstreams behind one gateway, %s client over %s', (era
   });
 
   if (era === '2025-11-25') {
+    it('names task handles by their upstream, routes tasks/* by them, and never wraps a handle', async () => {
+      // alpha is in an envelope mode: its handle is not a tool's result and passes as it is.
+      const created = (await client.request(
+        {
+          method: 'tools/call',
+          params: { name: 'alpha__slow', arguments: { ms: 20 }, task: { ttl: 60_000 } },
+        },
+        ANY,
+      )) as { task: { taskId: string }; content?: unknown; structuredContent?: unknown };
+      expect(created.content).toBeUndefined();
+      expect(created.structuredContent).toBeUndefined();
+      const { taskId } = created.task;
+      expect(taskId).toMatch(/^alpha__alpha-task-\d+$/);
+      expect(await client.request({ method: 'tasks/get', params: { taskId } }, ANY)).toMatchObject({
+        taskId,
+      });
+      const result = (await client.request({ method: 'tasks/result', params: { taskId } }, ANY)) as {
+        content: { text: string }[];
+        _meta?: Record<string, unknown>;
+      };
+      expect(result.content[0]?.text).toContain('alpha: alpha-task-');
+      expect(result._meta?.['io.modelcontextprotocol/related-task']).toEqual({ taskId });
+      const other = (await client.request(
+        { method: 'tools/call', params: { name: 'beta__slow', arguments: { ms: 60_000 }, task: {} } },
+        ANY,
+      )) as { task: { taskId: string } };
+      expect(other.task.taskId).toMatch(/^beta__beta-task-\d+$/);
+      const listed = (await client.request({ method: 'tasks/list', params: {} }, ANY)) as {
+        tasks: { taskId: string }[];
+      };
+      expect(listed.tasks.map((task) => task.taskId)).toEqual(
+        expect.arrayContaining([taskId, other.task.taskId]),
+      );
+      expect(
+        await client.request({ method: 'tasks/cancel', params: { taskId: other.task.taskId } }, ANY),
+      ).toMatchObject({ taskId: other.task.taskId, status: 'cancelled' });
+    });
+
     it('tells a subscriber of a namespaced resource of its updates, under the same name', async () => {
       const uri = 'file://alpha//shared/readme.txt';
       const updated = new Promise<string>((resolve) => {

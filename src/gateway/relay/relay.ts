@@ -150,6 +150,37 @@ export function isCreateTaskResult(result: unknown): boolean {
   );
 }
 
+/**
+ * The relay's SDK server. A task-augmented `tools/call` (2025-11-25) is
+ * answered with a task handle, which the SDK's own `tools/call` wrapper checks
+ * as a tool result and refuses; the handle is carried past that check (the
+ * hook SDK servers override to wrap their handlers), everything else goes
+ * through it as before.
+ */
+class RelayServer extends Server {
+  protected override _wrapHandler(
+    method: string,
+    handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
+  ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
+    if (method !== 'tools/call') return super._wrapHandler(method, handler);
+    const handles = new Map<unknown, Result>();
+    const wrapped = super._wrapHandler(method, async (request, ctx) => {
+      const result = await handler(request, ctx);
+      if (!isCreateTaskResult(result)) return result;
+      handles.set(request.id, result);
+      return { content: [] };
+    });
+    return async (request, ctx) => {
+      try {
+        const result = await wrapped(request, ctx);
+        return handles.get(request.id) ?? result;
+      } finally {
+        handles.delete(request.id);
+      }
+    };
+  }
+}
+
 function notFound(message: string): unknown {
   return toProtocolError(new EnvelopeError('NOT_FOUND', message));
 }
@@ -217,7 +248,7 @@ export class Relay {
     const info = advertisedServerInfo(options.serverInfo, single?.serverInfo);
     const merged = options.capabilities ?? mergeCapabilities(upstreams);
     const capabilities = options.ownResources && !merged.resources ? { ...merged, resources: {} } : merged;
-    this.server = new Server(info, {
+    this.server = new RelayServer(info, {
       capabilities,
       instructions: single?.instructions,
       // A 2026-07-28 retry's requestState is checked before any handler sees it; 2025-era
