@@ -193,9 +193,9 @@ describe.each(CASES)('two upstreams behind one gateway, %s client over %s', (era
       await client.callTool({ name: 'alpha__touch' });
       expect(await updated).toBe(uri);
     });
-  } else if (transport === 'stdio') {
-    // Over stdio the upstreams speak 2025-11-25 (they start before the client); a 2026-07-28
-    // upstream's resource updates come on a listen stream of its own, which is not opened yet.
+  } else {
+    // Over HTTP the upstreams speak 2026-07-28 too, which has no resources/subscribe: the gateway
+    // names the resource on its own listen stream to the upstream.
     it('tells a listener of a namespaced resource of its updates, under the same name', async () => {
       const uri = 'file://beta//shared/readme.txt';
       const updated = new Promise<string>((resolve) => {

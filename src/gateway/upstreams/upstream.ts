@@ -3,6 +3,7 @@ import type {
   ClientContext,
   Implementation,
   JSONRPCRequest,
+  McpSubscription,
   Notification,
   PriorDiscovery,
   Result,
@@ -191,6 +192,10 @@ interface Connection {
   tools: Promise<Map<string, Tool>> | undefined;
   /** Holds a probed process's stderr until it is known to speak for the upstream. */
   stderrGate?: StderrGate;
+  /** A 2026-07-28 connection's one `subscriptions/listen` stream, and what it asked for. */
+  listening?: { subscription: McpSubscription; uris: readonly string[] };
+  /** Listen changes go one after the other, so the last word is the latest set. */
+  relisten?: Promise<unknown>;
 }
 
 /** A probed process's stderr: held, then passed to the upstream's ring (`release`) or let go (`drop`). */
@@ -545,7 +550,9 @@ export class Upstream {
     // Its transport closed between the answer and now: lost at once.
     if (connection.ended) this.#ended(connection);
     else {
-      this.#listenForChanges(connection);
+      this.#listenForChanges(connection).catch(() => {
+        // A server that refuses the subscription still serves; its lists are read afresh on each listing.
+      });
       if (state.down) for (const listener of [...this.#recoveryListeners]) listener();
     }
   }
@@ -555,17 +562,57 @@ export class Upstream {
    * opened for the lists it says change, for the connection's life, and what it
    * tells arrives as any notification does (the 2025 handshake's are unsolicited).
    */
-  #listenForChanges(connection: Connection): void {
-    if (connection.client.getProtocolEra() !== 'modern') return;
-    const capabilities = connection.client.getServerCapabilities() ?? {};
-    const filter = {
-      ...(capabilities.tools?.listChanged ? { toolsListChanged: true } : {}),
-      ...(capabilities.prompts?.listChanged ? { promptsListChanged: true } : {}),
-      ...(capabilities.resources?.listChanged ? { resourcesListChanged: true } : {}),
-    };
-    if (Object.keys(filter).length === 0) return;
-    // A server that refuses the subscription still serves; its lists are read afresh on each listing.
-    connection.client.listen(filter).catch(() => {});
+  #listenForChanges(connection: Connection): Promise<void> {
+    if (connection.client.getProtocolEra() !== 'modern') return Promise.resolve();
+    const change = (connection.relisten ?? Promise.resolve())
+      .catch(() => {})
+      .then(async () => {
+        const capabilities = connection.client.getServerCapabilities() ?? {};
+        const uris = [...this.#resourceUris];
+        const filter = {
+          ...(capabilities.tools?.listChanged ? { toolsListChanged: true } : {}),
+          ...(capabilities.prompts?.listChanged ? { promptsListChanged: true } : {}),
+          ...(capabilities.resources?.listChanged ? { resourcesListChanged: true } : {}),
+          ...(uris.length > 0 ? { resourceSubscriptions: uris } : {}),
+        };
+        const previous = connection.listening;
+        connection.listening = undefined;
+        // The new stream is acknowledged before the old one closes, so no change falls between them.
+        if (Object.keys(filter).length > 0) {
+          connection.listening = { subscription: await connection.client.listen(filter), uris };
+        }
+        await previous?.subscription.close();
+      });
+    connection.relisten = change;
+    return change;
+  }
+
+  /**
+   * Resource URIs subscribed to on a 2026-07-28 connection. That revision has
+   * no `resources/subscribe`: its updates come on the connection's listen
+   * stream, which is opened again naming them (and again after a restart).
+   */
+  readonly #resourceUris = new Set<string>();
+
+  async #subscribeModern(
+    connection: Connection,
+    method: 'resources/subscribe' | 'resources/unsubscribe',
+    params: Record<string, unknown> | undefined,
+  ): Promise<Result> {
+    const uri = params?.uri;
+    if (typeof uri !== 'string') throw new ProtocolError(-32602, `${method} needs a uri`);
+    const had = this.#resourceUris.has(uri);
+    if (method === 'resources/subscribe') this.#resourceUris.add(uri);
+    else this.#resourceUris.delete(uri);
+    if (had === this.#resourceUris.has(uri)) return {};
+    try {
+      await this.#listenForChanges(connection);
+    } catch (error) {
+      // The server would not listen for it: the subscription is not held.
+      if (method === 'resources/subscribe') this.#resourceUris.delete(uri);
+      throw this.#translate(error, 'subscriptions/listen', this.#startTimeoutMs);
+    }
+    return {};
   }
 
   /** Event: the attempt to start failed. Retried after the backoff, until the budget is spent. */
@@ -903,6 +950,13 @@ export class Upstream {
   ): Promise<Result> {
     const timeoutMs = options.timeoutMs ?? this.timeoutFor(method, params);
     const client = await this.#liveClient(Date.now() + timeoutMs);
+    const connection = this.#latest;
+    if (
+      (method === 'resources/subscribe' || method === 'resources/unsubscribe') &&
+      client.getProtocolEra() === 'modern' &&
+      connection?.client === client
+    )
+      return this.#subscribeModern(connection, method, params);
     // 2026-07-28: each request says whose it is; the client's own identity, not the gateway's.
     const sent =
       options.client && client.getProtocolEra() === 'modern'
