@@ -1,9 +1,10 @@
 import { fileURLToPath } from 'node:url';
 import type { ClientCapabilities } from '@modelcontextprotocol/client';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
-import { NODE, type Running } from './processes.ts';
+import { BIN, NODE, ROOT, type Running } from './processes.ts';
 
 /**
  * An upstream is told only what its clients declared. The fixture lists
@@ -95,5 +96,32 @@ describe('an upstream started for one session alone', () => {
     const told = JSON.parse(textOf(await client.callTool({ name: 'own__whoami', arguments: {} })));
     expect(told.clientInfo).toEqual({ name: 'named-client', version: '3.2.1' });
     expect(told.capabilities).toEqual({ roots: { listChanged: true } });
+  });
+});
+
+describe.each<Era>(['2025-11-25', '2026-07-28'])('the stdio gateway, %s client', (era) => {
+  // Its upstreams start before its client speaks; they are started again told what the
+  // client's first message declared and who it is.
+  it.each<[string, ClientCapabilities]>([
+    ['without sampling', {}],
+    ['with sampling', { sampling: {} }],
+  ])('tells its upstream what a client %s declared, and its name', async (_label, capabilities) => {
+    const client = new Client(
+      { name: `stdio-${era}`, version: '4.5.6' },
+      { capabilities, ...(era === '2026-07-28' ? { versionNegotiation: { mode: { pin: era } } } : {}) },
+    );
+    clients.push(client);
+    await client.connect(
+      new StdioClientTransport({
+        command: NODE,
+        args: [BIN, 'proxy', '--', NODE, STRICT_LEGACY],
+        cwd: ROOT,
+      }),
+    );
+    const tools = (await client.listTools()).tools.map((tool) => tool.name);
+    expect(tools.includes('ask_model')).toBe(capabilities.sampling !== undefined);
+    const told = JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} })));
+    expect(told.capabilities).toEqual(capabilities);
+    expect(told.clientInfo).toEqual({ name: `stdio-${era}`, version: '4.5.6' });
   });
 });

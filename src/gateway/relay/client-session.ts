@@ -9,7 +9,8 @@ import type { PoolLease, UpstreamPool } from './upstream-pool.ts';
 export interface ClientSession {
   relay: Relay;
   upstreams: readonly Upstream[];
-  close(): Promise<void>;
+  /** Closes the relay and the upstreams it owns, but those in `keep` (handed to another session). */
+  close(keep?: ReadonlySet<Upstream>): Promise<void>;
 }
 
 /** Where an HTTP session's upstreams come from. */
@@ -79,15 +80,46 @@ function build(
   return {
     relay,
     upstreams,
-    close() {
+    close(keep) {
       closed ??= (async () => {
         // The relay first: its subscriptions and log level leave the shared upstreams with it.
         await relay.close();
         for (const stop of stops) stop();
-        await Promise.all(own.map((upstream) => upstream.close()));
+        await Promise.all(own.filter((upstream) => !keep?.has(upstream)).map((upstream) => upstream.close()));
         lease?.release();
       })();
       return closed;
     },
   };
+}
+
+/**
+ * The stdio gateway's session once its client's first message said who it
+ * is (serve-stdio.ts): each upstream that is up is started again, told what
+ * the client declared and who it is, in its era; one that is down stays as it
+ * is, retrying under its restart policy. Resolves undefined, leaving `ahead`
+ * as it was, when none of the new ones started.
+ */
+export async function reopenForClient(
+  fleet: UpstreamFleet,
+  ahead: ClientSession,
+  client: ClientIdentity,
+): Promise<ClientSession | undefined> {
+  const up = new Set(
+    ahead.upstreams.filter((upstream) => upstream.available).map((upstream) => upstream.name),
+  );
+  const fresh = fleet.instantiate(
+    fleet.configured.filter(({ name }) => up.has(name)),
+    fleet.newSetBudget(),
+    { identity: client, named: true },
+  );
+  await fleet.start(fresh);
+  if (fresh.every((upstream) => !upstream.available)) {
+    await Promise.all(fresh.map((upstream) => upstream.close()));
+    return undefined;
+  }
+  const kept = ahead.upstreams.filter((upstream) => !up.has(upstream.name));
+  await ahead.close(new Set(kept));
+  const upstreams = fleet.arrange(kept, fresh);
+  return build(fleet, upstreams, upstreams);
 }

@@ -156,18 +156,19 @@ export class ListenWatchingTransport implements Transport {
   onerror?: (error: Error) => void;
   onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
   readonly #inner: Transport;
-  readonly #listens: ResourceListens;
+  /** The connection's listens, asked for each time: its upstreams may be chosen after it opened. */
+  readonly #listensOf: () => ResourceListens;
   readonly #open = new Map<RequestId, string[]>();
   /** Messages behind a listen request wait for it, so nothing overtakes it. */
   #queue: Promise<void> | undefined;
 
-  constructor(inner: Transport, listens: ResourceListens) {
+  constructor(inner: Transport, listens: ResourceListens | (() => ResourceListens)) {
     this.#inner = inner;
-    this.#listens = listens;
+    this.#listensOf = typeof listens === 'function' ? listens : () => listens;
     inner.onmessage = (message, extra) => this.#receive(message, extra);
     inner.onerror = (error) => this.onerror?.(error);
     inner.onclose = () => {
-      for (const uris of this.#open.values()) this.#listens.release(uris);
+      for (const uris of this.#open.values()) this.#listensOf().release(uris);
       this.#open.clear();
       this.onclose?.();
     };
@@ -216,7 +217,7 @@ export class ListenWatchingTransport implements Transport {
         this.#forget(id);
         try {
           if (this.#open.size >= MAX_OPEN_LISTENS) throw tooManyListens();
-          await this.#listens.acquire(listening);
+          await this.#listensOf().acquire(listening);
         } catch (error) {
           if (error instanceof EnvelopeError) return this.#refuse(id, error);
           throw error;
@@ -244,7 +245,7 @@ export class ListenWatchingTransport implements Transport {
     const uris = this.#open.get(id);
     if (!uris) return;
     this.#open.delete(id);
-    this.#listens.release(uris);
+    this.#listensOf().release(uris);
   }
 
   #refuse(id: RequestId, error: EnvelopeError): Promise<void> {
