@@ -452,10 +452,16 @@ export class Downstream {
     const identity = this.#identity.get(ctx);
     if (identity !== undefined && method === ctx.mcpReq.method)
       return this.#call(upstream, params, ctx, identity, send);
+    return send({ signal: ctx.mcpReq.signal, onprogress: this.#onprogress(ctx, params) });
+  }
+
+  /** The upstream request's progress, sent on with the token the downstream request gave. */
+  #onprogress(
+    ctx: ServerContext,
+    params: Record<string, unknown> | undefined,
+  ): ((progress: Progress) => void) | undefined {
     const token = progressTokenOf(params?._meta);
-    const onprogress =
-      token === undefined ? undefined : (progress: Progress) => this.#progress(ctx, token, progress);
-    return send({ signal: ctx.mcpReq.signal, onprogress });
+    return token === undefined ? undefined : (progress) => this.#progress(ctx, token, progress);
   }
 
   /** A 2026-07-28 client's call (tools/call, prompts/get, resources/read), which may go in rounds. */
@@ -502,9 +508,7 @@ export class Downstream {
       ...(answers === undefined ? {} : { inputResponses: answers }),
       ...(round?.state === undefined ? {} : { requestState: round.state }),
     };
-    const token = progressTokenOf(params?._meta);
-    const onprogress =
-      token === undefined ? undefined : (progress: Progress) => this.#progress(ctx, token, progress);
+    const onprogress = this.#onprogress(ctx, params);
     const result = await send({ signal: ctx.mcpReq.signal, onprogress, allowInputRequired: true }, sent);
     if ((result as { resultType?: unknown }).resultType !== 'input_required') return result;
     return this.rounds.relay(ctx, upstream.name, identity, result);

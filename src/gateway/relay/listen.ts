@@ -3,11 +3,11 @@ import type {
   MessageExtraInfo,
   RequestId,
   Transport,
-  TransportSendOptions,
 } from '@modelcontextprotocol/server';
 import { PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
 import { errorResponse, requestIdOf } from '../jsonrpc/messages.ts';
+import { WrappedTransport } from '../jsonrpc/wrapped-transport.ts';
 import type { Upstream } from '../upstreams/upstream.ts';
 import { splitUri } from './namespace.ts';
 
@@ -151,11 +151,7 @@ export class ResourceListens {
  * is subscribed, then go on (in order with everything else); a cancelled
  * listen, or the connection closing, releases its URIs.
  */
-export class ListenWatchingTransport implements Transport {
-  onclose?: () => void;
-  onerror?: (error: Error) => void;
-  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
-  readonly #inner: Transport;
+export class ListenWatchingTransport extends WrappedTransport {
   /** The connection's listens, asked for each time: its upstreams may be chosen after it opened. */
   readonly #listensOf: () => ResourceListens;
   readonly #open = new Map<RequestId, string[]>();
@@ -163,38 +159,17 @@ export class ListenWatchingTransport implements Transport {
   #queue: Promise<void> | undefined;
 
   constructor(inner: Transport, listens: ResourceListens | (() => ResourceListens)) {
-    this.#inner = inner;
+    super(inner);
     this.#listensOf = typeof listens === 'function' ? listens : () => listens;
-    inner.onmessage = (message, extra) => this.#receive(message, extra);
-    inner.onerror = (error) => this.onerror?.(error);
-    inner.onclose = () => {
-      for (const uris of this.#open.values()) this.#listensOf().release(uris);
-      this.#open.clear();
-      this.onclose?.();
-    };
   }
 
-  get sessionId(): string | undefined {
-    return this.#inner.sessionId;
+  protected override closed(): void {
+    for (const uris of this.#open.values()) this.#listensOf().release(uris);
+    this.#open.clear();
+    this.onclose?.();
   }
 
-  setProtocolVersion = (version: string): void => {
-    this.#inner.setProtocolVersion?.(version);
-  };
-
-  start(): Promise<void> {
-    return this.#inner.start();
-  }
-
-  send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
-    return this.#inner.send(message, options);
-  }
-
-  close(): Promise<void> {
-    return this.#inner.close();
-  }
-
-  #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
+  protected receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
     let uris: string[] | undefined;
     try {
       uris = listenedResources(message);
@@ -249,6 +224,6 @@ export class ListenWatchingTransport implements Transport {
   }
 
   #refuse(id: RequestId, error: EnvelopeError): Promise<void> {
-    return this.#inner.send(errorResponse(id, error)).catch(() => {});
+    return this.inner.send(errorResponse(id, error)).catch(() => {});
   }
 }

@@ -1,9 +1,5 @@
-import type {
-  JSONRPCMessage,
-  MessageExtraInfo,
-  Transport,
-  TransportSendOptions,
-} from '@modelcontextprotocol/server';
+import type { JSONRPCMessage, MessageExtraInfo, Transport } from '@modelcontextprotocol/server';
+import { WrappedTransport } from '../../jsonrpc/wrapped-transport.ts';
 
 /**
  * Holds a connection's messages until something has been decided about its
@@ -13,44 +9,17 @@ import type {
  * by are chosen from that before anything reaches the relay. Messages that
  * arrive meanwhile wait behind the first, in order.
  */
-export class FirstMessageHold implements Transport {
-  onclose?: () => void;
-  onerror?: (error: Error) => void;
-  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
-  readonly #inner: Transport;
+export class FirstMessageHold extends WrappedTransport {
   readonly #decide: (first: JSONRPCMessage) => Promise<void>;
   /** Messages waiting for the decision; undefined once it is made. */
   #held: [JSONRPCMessage, MessageExtraInfo | undefined][] | undefined = [];
 
   constructor(inner: Transport, decide: (first: JSONRPCMessage) => Promise<void>) {
-    this.#inner = inner;
+    super(inner);
     this.#decide = decide;
-    inner.onmessage = (message, extra) => this.#receive(message, extra);
-    inner.onerror = (error) => this.onerror?.(error);
-    inner.onclose = () => this.onclose?.();
   }
 
-  get sessionId(): string | undefined {
-    return this.#inner.sessionId;
-  }
-
-  setProtocolVersion = (version: string): void => {
-    this.#inner.setProtocolVersion?.(version);
-  };
-
-  start(): Promise<void> {
-    return this.#inner.start();
-  }
-
-  send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
-    return this.#inner.send(message, options);
-  }
-
-  close(): Promise<void> {
-    return this.#inner.close();
-  }
-
-  #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
+  protected receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
     const held = this.#held;
     if (!held) {
       this.onmessage?.(message, extra);
