@@ -1,9 +1,4 @@
-import type {
-  JSONRPCMessage,
-  MessageExtraInfo,
-  RequestId,
-  Transport,
-} from '@modelcontextprotocol/server';
+import type { JSONRPCMessage, MessageExtraInfo, RequestId, Transport } from '@modelcontextprotocol/server';
 import { PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
 import { EnvelopeError } from '../../errors/index.ts';
 import { errorResponse, requestIdOf } from '../jsonrpc/messages.ts';
