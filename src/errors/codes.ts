@@ -575,6 +575,14 @@ const TABLE = {
     source: 'engine',
     message: 'Signature does not verify',
   },
+  DSSE_INVALID: {
+    httpStatus: 400,
+    jsonRpcCode: J.invalidParams,
+    retriable: false,
+    kind: 'check',
+    source: 'engine',
+    message: 'Value is not a DSSE envelope',
+  },
   LINEAGE_CYCLE: {
     httpStatus: 422,
     jsonRpcCode: J.invalidParams,

@@ -1,6 +1,6 @@
 /**
  * mcp-envelope/provenance: build, attach, sign and verify `prov.record.v0.1`
- * records; the method catalog and its contracts; lineage. Confined artifact
+ * records, alone or as DSSE envelopes and in-toto statements; the method catalog and its contracts; lineage. Confined artifact
  * reads are what `verify` does with `artifactsDir`, so that class stays internal.
  */
 export {
@@ -23,6 +23,29 @@ export {
   type MethodFinding,
 } from './catalog.ts';
 export { type ContractContext, type ContractFinding, checkContracts } from './contracts.ts';
+export {
+  DSSE_RECORD_PAYLOAD_TYPE,
+  type DsseEnvelope,
+  type DsseKeyResult,
+  type DsseSignature,
+  type DsseSigner,
+  type DsseVerification,
+  dssePae,
+  IN_TOTO_PAYLOAD_TYPE,
+  IN_TOTO_STATEMENT_TYPE,
+  type InTotoStatement,
+  type InTotoSubject,
+  inTotoStatement,
+  inTotoSubjects,
+  MAX_DSSE_SIGNATURES,
+  PROV_RECORD_PREDICATE_TYPE,
+  parseDsseEnvelope,
+  recordPayload,
+  signDsse,
+  signInTotoStatement,
+  signRecordDsse,
+  verifyDsse,
+} from './dsse.ts';
 export {
   attachRecordDigest,
   checkRecordDigest,
