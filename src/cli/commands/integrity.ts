@@ -1,8 +1,10 @@
+import type { KeyObject } from 'node:crypto';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseJsonBytes } from '../../canonical/json-text.ts';
 import { isJsonObject } from '../../canonical/json-value.ts';
 import { EnvelopeError } from '../../errors/index.ts';
+import { DSSE_RECORD_PAYLOAD_TYPE, IN_TOTO_PAYLOAD_TYPE } from '../../provenance/dsse.ts';
 import {
   generateSigningKeyPair,
   keyIdFor,
@@ -15,8 +17,9 @@ import type { ProvRecord } from '../../provenance/record.ts';
 import { describeCoverage, verdictLine, verify } from '../../provenance/verify.ts';
 import { defaultRegistry, SCHEMA_IDS, schemaError } from '../../schemas/index.ts';
 import { type Registrar, runs } from '../command.ts';
-import { readInputBytes, readJsonInputExact } from '../input.ts';
+import { readInputBytes, readJsonInput, readJsonInputExact } from '../input.ts';
 import { EXIT } from '../output.ts';
+import { signAsDsse, verifyAsDsse } from './dsse.ts';
 import { recordAndEnvelope } from './methods.ts';
 
 async function writeNew(path: string, text: string, mode: number, force: boolean): Promise<void> {
@@ -59,29 +62,72 @@ async function readKey(path: string, io: Parameters<typeof readInputBytes>[1]): 
   return readInputBytes(path, io);
 }
 
+/** Collects a repeatable option's values (commander keeps only the last otherwise). */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
 export const registerSign: Registrar = (program, invocation) => {
   program
     .command('sign')
     .description(
-      'sign a record (or the record in an envelope): adds the record digest and an Ed25519 signature, prints the result',
+      'sign a record (or the record in an envelope): adds the record digest and an Ed25519 signature, prints the result; with --dsse or --in-toto, prints a DSSE envelope over the record (as it is) instead',
     )
     .argument('<record>', 'prov.record.v0.1 or mcp.envelope.v0.1 file, or - for stdin')
-    .requiredOption('--private-key <file>', 'Ed25519 private key (PKCS#8 PEM)')
+    .requiredOption(
+      '--private-key <file>',
+      'Ed25519 private key (PKCS#8 PEM); with --dsse or --in-toto, repeat it for one signature per key',
+      collect,
+    )
     .option('--key-id <id>', 'key id to record (default: ed25519: plus the public key fingerprint)')
+    .option(
+      '--dsse',
+      `a DSSE envelope whose payload is the record's RFC 8785 bytes (payloadType ${DSSE_RECORD_PAYLOAD_TYPE})`,
+    )
+    .option(
+      '--in-toto',
+      `a DSSE envelope (payloadType ${IN_TOTO_PAYLOAD_TYPE}) over an in-toto Statement v1: subjects the record's output artifacts with digests, predicate the record`,
+    )
     .action(
-      runs(invocation, async ({ io }, file: string, options: { privateKey: string; keyId?: string }) => {
-        const { record, envelope } = recordAndEnvelope(await readJsonInputExact(file, io));
-        const schema = defaultRegistry().validate(SCHEMA_IDS.record, record);
-        if (!schema.valid) throw schemaError(SCHEMA_IDS.record, schema.issues);
-        const key = loadPrivateKey(await readKey(options.privateKey, io));
-        const signed = signRecord(
-          record as unknown as ProvRecord,
-          key,
-          options.keyId ? { keyId: options.keyId } : {},
-        );
-        const output = envelope ? { ...envelope, provenance: signed } : signed;
-        return { exitCode: EXIT.ok, raw: `${JSON.stringify(output, null, 2)}\n`, json: output };
-      }),
+      runs(
+        invocation,
+        async (
+          { io },
+          file: string,
+          options: { privateKey: string[]; keyId?: string; dsse?: boolean; inToto?: boolean },
+        ) => {
+          const dsse = options.dsse === true || options.inToto === true;
+          if (options.dsse && options.inToto) {
+            throw new EnvelopeError('USAGE_ERROR', '--dsse and --in-toto are two formats: give one');
+          }
+          if (!dsse && options.privateKey.length > 1) {
+            throw new EnvelopeError(
+              'USAGE_ERROR',
+              'A record carries one signature: several keys need --dsse or --in-toto',
+            );
+          }
+          if (options.keyId !== undefined && options.privateKey.length > 1) {
+            throw new EnvelopeError('USAGE_ERROR', '--key-id names one key: give it with one --private-key');
+          }
+          const { record, envelope } = recordAndEnvelope(await readJsonInputExact(file, io));
+          const schema = defaultRegistry().validate(SCHEMA_IDS.record, record);
+          if (!schema.valid) throw schemaError(SCHEMA_IDS.record, schema.issues);
+          const keys: KeyObject[] = [];
+          for (const path of options.privateKey) keys.push(loadPrivateKey(await readKey(path, io)));
+          if (dsse) {
+            const signers =
+              options.keyId === undefined ? keys : [{ key: keys[0] as KeyObject, keyId: options.keyId }];
+            return signAsDsse(record as unknown as ProvRecord, signers, options.inToto === true);
+          }
+          const signed = signRecord(
+            record as unknown as ProvRecord,
+            keys[0] as KeyObject,
+            options.keyId ? { keyId: options.keyId } : {},
+          );
+          const output = envelope ? { ...envelope, provenance: signed } : signed;
+          return { exitCode: EXIT.ok, raw: `${JSON.stringify(output, null, 2)}\n`, json: output };
+        },
+      ),
     );
 };
 
@@ -120,28 +166,58 @@ export const registerVerify: Registrar = (program, invocation) => {
   program
     .command('verify')
     .description(
-      'verify a record or an envelope: recompute digests from obtainable inputs, resolve evidence, check every claimed contract, the record digest and the signature, and say which of them the record carries and which were checked',
+      'verify a record or an envelope: recompute digests from obtainable inputs, resolve evidence, check every claimed contract, the record digest and the signature, and say which of them the record carries and which were checked; with --dsse, verify a DSSE envelope instead',
     )
-    .argument('<file>', 'prov.record.v0.1 or mcp.envelope.v0.1 file, or - for stdin')
+    .argument(
+      '<file>',
+      'prov.record.v0.1 or mcp.envelope.v0.1 file (with --dsse: a DSSE envelope), or - for stdin',
+    )
     .option('--artifacts <dir>', 'folder holding artifact content (locators are confined to it)')
     .option(
       '--public-key <file>',
-      'Ed25519 public key (SPKI PEM) to verify the signature; an unsigned record then fails',
+      'Ed25519 public key (SPKI PEM) to verify the signature; an unsigned record then fails. With --dsse, required and repeatable: each key must have signed',
+      collect,
     )
     .option('--records <paths...>', 'other records (files or folders) for lineage checks')
     .option('--strict', 'methods outside the catalog fail instead of warn')
+    .option(
+      '--dsse',
+      "FILE is a DSSE envelope (from sign --dsse or --in-toto): check its signatures over the payload's exact bytes, then the record or statement it carries",
+    )
     .action(
       runs(
         invocation,
         async (
           { io },
           file: string,
-          options: { artifacts?: string; publicKey?: string; records?: string[]; strict?: boolean },
+          options: {
+            artifacts?: string;
+            publicKey?: string[];
+            records?: string[];
+            strict?: boolean;
+            dsse?: boolean;
+          },
         ) => {
+          if (options.dsse) {
+            if (options.artifacts !== undefined || options.records !== undefined || options.strict) {
+              throw new EnvelopeError('USAGE_ERROR', '--dsse takes --public-key only');
+            }
+            if (!options.publicKey) {
+              throw new EnvelopeError('USAGE_ERROR', '--dsse needs at least one --public-key');
+            }
+            const keys: KeyObject[] = [];
+            for (const path of options.publicKey) keys.push(loadPublicKey(await readKey(path, io)));
+            return verifyAsDsse(await readJsonInput(file, io), keys);
+          }
+          if ((options.publicKey?.length ?? 0) > 1) {
+            throw new EnvelopeError(
+              'USAGE_ERROR',
+              'A record carries one signature: several keys need --dsse',
+            );
+          }
           const subject = await readJsonInputExact(file, io);
-          const publicKey = options.publicKey
-            ? loadPublicKey(await readKey(options.publicKey, io))
-            : undefined;
+          const publicKeyFile = options.publicKey?.[0];
+          const publicKey = publicKeyFile ? loadPublicKey(await readKey(publicKeyFile, io)) : undefined;
           let lineage: LineageGraph | undefined;
           if (options.records) {
             lineage = new LineageGraph(await loadRecordSet(options.records, io.cwd));
