@@ -1,3 +1,9 @@
+import type { DatabaseSync } from 'node:sqlite';
+import { parseJsonLossless } from '../canonical/index.ts';
+import type { ProvRecord } from '../provenance/record.ts';
+import { leafBytes } from './log/leaf.ts';
+import { TreeStore } from './log/tree.ts';
+
 /**
  * The ledger's schema, one SQL script per version: migration N takes a file
  * from user_version N-1 to N. Append only; never edit a released step.
@@ -17,4 +23,65 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX records_run_id ON records (run_id);
    CREATE INDEX records_tool ON records (tool, seq);
    CREATE INDEX records_upstream ON records (upstream, seq);`,
+  // 2: the transparency log: one leaf per row in log order, the hash of every perfect subtree,
+  // the checkpoints written, and the ledger's stable id (the default checkpoint origin's).
+  `CREATE TABLE log_leaves (
+     idx INTEGER PRIMARY KEY,
+     seq INTEGER NOT NULL UNIQUE,
+     leaf BLOB NOT NULL
+   ) STRICT;
+   CREATE TABLE log_nodes (
+     level INTEGER NOT NULL,
+     idx INTEGER NOT NULL,
+     hash BLOB NOT NULL,
+     PRIMARY KEY (level, idx)
+   ) STRICT, WITHOUT ROWID;
+   CREATE TABLE log_checkpoints (
+     id INTEGER PRIMARY KEY,
+     origin TEXT NOT NULL,
+     tree_size INTEGER NOT NULL,
+     root_hash BLOB NOT NULL,
+     created_at TEXT NOT NULL,
+     note TEXT NOT NULL
+   ) STRICT;
+   CREATE TABLE log_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+   INSERT INTO log_meta (key, value) VALUES ('ledger_id', lower(hex(randomblob(16))));`,
 ];
+
+/**
+ * Steps SQL cannot take, run after migration N's script in its transaction:
+ * 2 builds the leaves of the rows a version-1 ledger already holds, in seq order.
+ */
+export const MIGRATION_CODE: Readonly<Record<number, (db: DatabaseSync) => void>> = {
+  2: (db) => {
+    const tree = new TreeStore(db);
+    for (const row of db.prepare('SELECT * FROM records ORDER BY seq').iterate()) {
+      const r = row as {
+        seq: number;
+        run_id: string;
+        tool: string;
+        upstream: string | null;
+        record_digest: string;
+        created_at: string;
+        record: string;
+        envelope: string | null;
+      };
+      tree.append(
+        Number(r.seq),
+        leafBytes({
+          run_id: r.run_id,
+          tool: r.tool,
+          upstream: r.upstream,
+          principal: null,
+          created_at: r.created_at,
+          record_digest: r.record_digest,
+          record: parseJsonLossless(r.record).lossless as unknown as ProvRecord,
+          envelope:
+            r.envelope === null
+              ? null
+              : (parseJsonLossless(r.envelope).lossless as unknown as Record<string, unknown>),
+        }),
+      );
+    }
+  },
+};

@@ -19,7 +19,9 @@ import { EnvelopeError } from '../errors/index.ts';
 import { computeRecordDigest } from '../provenance/integrity.ts';
 import type { ProvRecord } from '../provenance/record.ts';
 import { defaultRegistry, SCHEMA_IDS } from '../schemas/index.ts';
-import { MIGRATIONS } from './migrations.ts';
+import { leafBytes } from './log/leaf.ts';
+import { TreeStore } from './log/tree.ts';
+import { MIGRATION_CODE, MIGRATIONS } from './migrations.ts';
 
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -42,6 +44,8 @@ export interface InsertMeta {
   tool?: string;
   upstream?: string;
   envelope?: Record<string, unknown>;
+  /** Who called, when the writer knows (the gateway's principal); kept in the log leaf only. */
+  principal?: string;
 }
 
 export interface InsertResult {
@@ -203,6 +207,7 @@ export class Ledger {
   readonly readOnly: boolean;
   private readonly db: DatabaseSync;
   private readonly now: () => Date;
+  private tree: TreeStore | undefined;
 
   private constructor(path: string, db: DatabaseSync, now: () => Date, readOnly: boolean) {
     this.path = path;
@@ -299,6 +304,53 @@ export class Ledger {
     const recordText = canonicalize(provRecord);
     const envelopeText = envelope === undefined ? null : canonicalize(envelope);
     return this.run(() => {
+      // The row and its log leaf are one transaction: neither is ever stored without the other.
+      this.db.exec('BEGIN IMMEDIATE');
+      let committed = false;
+      try {
+        const result = this.insertRow(
+          provRecord,
+          envelope,
+          digest,
+          createdAt,
+          tool,
+          upstream,
+          meta,
+          recordText,
+          envelopeText,
+        );
+        this.db.exec('COMMIT');
+        committed = true;
+        return result;
+      } finally {
+        if (!committed && this.db.isTransaction) this.db.exec('ROLLBACK');
+      }
+    });
+  }
+
+  /** The transparency log over this ledger's rows (src/ledger/log/). */
+  log(): TreeStore {
+    this.tree ??= new TreeStore(this.db);
+    return this.tree;
+  }
+
+  /** The underlying database, for the log's modules (checkpoints, verification). */
+  database(): DatabaseSync {
+    return this.db;
+  }
+
+  private insertRow(
+    provRecord: ProvRecord,
+    envelope: Record<string, unknown> | undefined,
+    digest: string,
+    createdAt: string,
+    tool: string,
+    upstream: string | null,
+    meta: InsertMeta,
+    recordText: string,
+    envelopeText: string | null,
+  ): InsertResult {
+    {
       const inserted = this.db
         .prepare(
           `INSERT INTO records (run_id, tool, upstream, record_digest, created_at, record, envelope)
@@ -327,8 +379,9 @@ export class Ledger {
         record: provRecord,
         envelope: envelope ?? null,
       };
+      this.log().append(entry.seq, leafBytes({ ...entry, principal: meta.principal ?? null }));
       return { entry, inserted: true };
-    });
+    }
   }
 
   /** Entries newest first, optionally only one tool's or one upstream's. */
@@ -478,6 +531,7 @@ function migrate(db: DatabaseSync, path: string): void {
       const now = (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
       if (now < version) {
         db.exec(MIGRATIONS[version - 1] as string);
+        MIGRATION_CODE[version]?.(db);
         db.exec(`PRAGMA user_version = ${version}`);
       }
       db.exec('COMMIT');

@@ -1,0 +1,89 @@
+/**
+ * The log's storage in the ledger file: `log_leaves(idx, seq, leaf)` holds
+ * each entry's leaf bytes in log order, `log_nodes(level, idx, hash)` the
+ * hash of every perfect subtree as it completes (level 0: leaf hashes). An
+ * append writes the leaf, its hash and the subtrees it completes (one on
+ * average, log2 n at most), reading one left sibling per completed level; a
+ * root or proof reads O(log n) nodes. Callers append inside the transaction
+ * that stores the row the leaf stands for.
+ */
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { leafHash, nodeHash, type PerfectNodes, treeRoot } from './hashing.ts';
+
+export class TreeStore implements PerfectNodes {
+  private readonly db: DatabaseSync;
+  private statements: Record<string, StatementSync> = {};
+
+  constructor(db: DatabaseSync) {
+    this.db = db;
+  }
+
+  private statement(sql: string): StatementSync {
+    let statement = this.statements[sql];
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.statements[sql] = statement;
+    }
+    return statement;
+  }
+
+  /** The number of leaves. */
+  size(): number {
+    const row = this.statement('SELECT max(idx) AS last FROM log_leaves').get() as { last: number | null };
+    return row.last === null ? 0 : Number(row.last) + 1;
+  }
+
+  /** Appends one leaf (for the row `seq`); returns its index. */
+  append(seq: number, leaf: Uint8Array): number {
+    const index = this.size();
+    this.statement('INSERT INTO log_leaves (idx, seq, leaf) VALUES (?, ?, ?)').run(index, seq, leaf);
+    const insertNode = this.statement('INSERT INTO log_nodes (level, idx, hash) VALUES (?, ?, ?)');
+    let hash: Uint8Array = leafHash(leaf);
+    insertNode.run(0, index, hash);
+    let level = 0;
+    let at = index;
+    while (at % 2 === 1) {
+      hash = nodeHash(this.node(level, at - 1), hash);
+      level++;
+      at = (at - 1) / 2;
+      insertNode.run(level, at, hash);
+    }
+    return index;
+  }
+
+  node(level: number, index: number): Uint8Array {
+    const row = this.statement('SELECT hash FROM log_nodes WHERE level = ? AND idx = ?').get(level, index) as
+      | { hash: Uint8Array }
+      | undefined;
+    if (row === undefined) throw new RangeError(`log node (level ${level}, index ${index}) is missing`);
+    return row.hash;
+  }
+
+  root(size: number = this.size()): Uint8Array {
+    return treeRoot(this, size);
+  }
+
+  /** The leaf at `index`, with the row it stands for. */
+  leaf(index: number): { seq: number; leaf: Uint8Array } | undefined {
+    const row = this.statement('SELECT seq, leaf FROM log_leaves WHERE idx = ?').get(index) as
+      | { seq: number; leaf: Uint8Array }
+      | undefined;
+    return row === undefined ? undefined : { seq: Number(row.seq), leaf: row.leaf };
+  }
+
+  /** The leaf index of row `seq`. */
+  indexOf(seq: number): number | undefined {
+    const row = this.statement('SELECT idx FROM log_leaves WHERE seq = ?').get(seq) as
+      | { idx: number }
+      | undefined;
+    return row === undefined ? undefined : Number(row.idx);
+  }
+
+  /** Every leaf in log order. */
+  *leaves(): Generator<{ index: number; seq: number; leaf: Uint8Array }> {
+    for (const row of this.db.prepare('SELECT idx, seq, leaf FROM log_leaves ORDER BY idx').iterate()) {
+      const { idx, seq, leaf } = row as { idx: number; seq: number; leaf: Uint8Array };
+      yield { index: Number(idx), seq: Number(seq), leaf };
+    }
+  }
+}
