@@ -735,6 +735,22 @@ const TABLE = {
     source: 'engine',
     message: 'Not a valid provenance record',
   },
+  LEDGER_TAMPERED: {
+    httpStatus: 409,
+    jsonRpcCode: J.invalidParams,
+    retriable: false,
+    kind: 'check',
+    source: 'engine',
+    message: 'Ledger does not match its transparency log or checkpoint',
+  },
+  LEDGER_CHECKPOINT_INVALID: {
+    httpStatus: 400,
+    jsonRpcCode: J.invalidParams,
+    retriable: false,
+    kind: 'input',
+    source: 'engine',
+    message: 'Not a signed ledger checkpoint',
+  },
   ARTIFACT_STORE_UNAVAILABLE: {
     httpStatus: 503,
     jsonRpcCode: J.internal,
