@@ -3,6 +3,23 @@
  * so it is kept off the package root) and its verification. Migrations are
  * applied when a file is opened for writing, never called from outside.
  */
+
+export {
+  auditLog,
+  type Checkpoint,
+  type ConsistencyProofFile,
+  checkpointSignedBy,
+  type InclusionProofFile,
+  type LogAudit,
+  latestCheckpoint,
+  leafHash,
+  parseCheckpoint,
+  proveConsistency,
+  proveInclusion,
+  verifyConsistency,
+  verifyInclusion,
+  writeCheckpoint,
+} from './log/index.ts';
 export {
   type InsertMeta,
   type InsertResult,

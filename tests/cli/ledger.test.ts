@@ -275,10 +275,10 @@ describe('mcp-envelope ledger reads without writing', () => {
 
   it('says in its help what a clean verify does not prove', async () => {
     const help = await cli(dir, 'ledger', 'verify', '--help');
-    expect(help.stdout).toMatch(/unless the gateway signs its records/);
-    expect(help.stdout).toContain('Records are not\nchained');
-    expect(help.stdout).toMatch(/deleted rows/);
-    expect(help.stdout).toMatch(/tool, upstream or created_at/);
+    expect(help.stdout).toMatch(/transparency log/);
+    expect(help.stdout).toMatch(/a deleted, reordered or\nsmuggled row fails/);
+    expect(help.stdout).toMatch(/a ledger rewritten wholly, log and checkpoints\nincluded, passes unless/);
+    expect(help.stdout).toMatch(/Without records signed by the gateway/);
   });
 });
 

@@ -2,9 +2,22 @@ import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../../gateway/operations/config.ts';
-import { Ledger, type LedgerEntry, verifyLedger } from '../../ledger/index.ts';
+import {
+  auditLog,
+  type Checkpoint,
+  checkpointSignedBy,
+  Ledger,
+  type LedgerEntry,
+  type LogAudit,
+  latestCheckpoint,
+  parseCheckpoint,
+  proveConsistency,
+  proveInclusion,
+  verifyLedger,
+  writeCheckpoint,
+} from '../../ledger/index.ts';
 import { ledgerVerdictLine } from '../../ledger/verify.ts';
-import { loadPublicKey } from '../../provenance/index.ts';
+import { loadPrivateKey, loadPublicKey } from '../../provenance/index.ts';
 import { type Invocation, type Registrar, runs } from '../command.ts';
 import { readInputBytes, readJsonInputExact } from '../input.ts';
 import { type CliIo, EXIT } from '../output.ts';
@@ -158,12 +171,71 @@ The closing line counts only the records whose digests or signature were
 checked and held as verified; the others are counted apart (nothing verified,
 nothing to verify, failed), and an empty ledger is no pass (exit 1).
 
-What it does not prove: unless the gateway signs its records (its \`signing\`
-setting) and --public-key is given, a rewrite that keeps each row consistent
-(record and digest recomputed) passes; with both, it fails. Records are not
-chained, so deleted rows, and changed tool, upstream or created_at columns (no
-digest covers them), pass either way. The file is opened read-only and never
-changed.`;
+Verifying the whole ledger also audits its transparency log: every leaf is
+recomputed from its row (a changed run_id, tool, upstream, created_at, record
+or envelope column fails, named by seq and column), a deleted, reordered or
+smuggled row fails, and the tree's root must match every checkpoint the ledger
+kept and the one given with --checkpoint (a truncated, wiped, rewritten or
+forked log fails; with --public-key each checkpoint must be signed by it).
+
+What it does not prove: a ledger rewritten wholly, log and checkpoints
+included, passes unless a checkpoint taken before is given (--checkpoint) or
+the checkpoints must be signed by a key the rewriter lacks (--public-key).
+Without records signed by the gateway (its \`signing\` setting) and
+--public-key, a row rewritten consistently before its leaf was logged cannot
+be told apart. The file is opened read-only and never changed.`;
+
+async function readCheckpoint(file: string, io: CliIo): Promise<Checkpoint> {
+  return parseCheckpoint((await readInputBytes(file, io)).toString('utf8'));
+}
+
+/**
+ * withLedger for reading, except that a file emptied or replaced when a
+ * checkpoint says it held entries is tampering (LEDGER_TAMPERED), not a file
+ * that was never a ledger.
+ */
+async function withCheckpointedLedger<T>(
+  io: CliIo,
+  file: string | undefined,
+  checkpoint: Checkpoint | undefined,
+  body: (ledger: Ledger) => Promise<T> | T,
+): Promise<T> {
+  try {
+    return await withLedger(io, file, 'read', body);
+  } catch (error) {
+    if (
+      checkpoint !== undefined &&
+      checkpoint.size > 0 &&
+      error instanceof EnvelopeError &&
+      (error.code === 'LEDGER_NOT_A_LEDGER' || error.code === 'LEDGER_NOT_FOUND')
+    ) {
+      throw new EnvelopeError(
+        'LEDGER_TAMPERED',
+        `The checkpoint ${checkpoint.origin} says the ledger held ${checkpoint.size} entries, but ${error.message}: the ledger was wiped or replaced`,
+        { ...error.details, checkpoint_size: checkpoint.size },
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
+function logLines(audit: LogAudit): string[] {
+  const lines = audit.problems.map(
+    (problem) => `TAMPERED ${problem.message}${problem.column ? ` [column ${problem.column}]` : ''}`,
+  );
+  const anchors = audit.checkpoints.map(
+    (check) =>
+      `${check.source} checkpoint ${check.origin} at size ${check.size}: ${check.consistent ? 'consistent' : 'NOT consistent'}, ${check.signed === null ? 'signature not checked (no --public-key)' : check.signed ? 'signed by the given key' : 'NOT signed by the given key'}`,
+  );
+  const summary =
+    audit.checkpoints.length === 0 && audit.size > 0
+      ? `log: ${audit.size} entries, root ${audit.root}; no checkpoint anchors it (ledger checkpoint writes one)`
+      : `log: ${audit.size} entries, root ${audit.root}`;
+  // An empty log that nothing anchors says nothing: the closing line already says NOTHING VERIFIED.
+  if (audit.size === 0 && audit.checkpoints.length === 0 && audit.ok) return [];
+  return [...lines, ...anchors, `${audit.ok ? '' : 'FAIL '}${summary}`];
+}
 
 function registerVerify(ledger: Command, invocation: Invocation): void {
   ledger
@@ -182,7 +254,11 @@ function registerVerify(ledger: Command, invocation: Invocation): void {
     .addOption(new Option('--artifacts-dir <dir>').hideHelp())
     .option(
       '--public-key <file>',
-      'Ed25519 public key (SPKI PEM): every record must carry a signature it verifies',
+      'Ed25519 public key (SPKI PEM): every record must carry a signature it verifies, and every checkpoint too',
+    )
+    .option(
+      '--checkpoint <file>',
+      'a checkpoint taken earlier (ledger checkpoint): the log must still have its root at its size',
     )
     .action(
       runs(
@@ -190,19 +266,34 @@ function registerVerify(ledger: Command, invocation: Invocation): void {
         async (
           { io },
           key: string | undefined,
-          options: DbOption & { artifacts?: string; artifactsDir?: string; publicKey?: string },
+          options: DbOption & {
+            artifacts?: string;
+            artifactsDir?: string;
+            publicKey?: string;
+            checkpoint?: string;
+          },
         ) => {
           const artifacts = options.artifacts ?? options.artifactsDir;
           const publicKey =
             options.publicKey === undefined
               ? undefined
               : loadPublicKey(await readInputBytes(options.publicKey, io));
-          const report = await withLedger(io, options.db, 'read', (store) =>
-            verifyLedger(store, key, {
+          const given =
+            options.checkpoint === undefined ? undefined : await readCheckpoint(options.checkpoint, io);
+          let log: LogAudit | undefined;
+          const report = await withCheckpointedLedger(io, options.db, given, async (store) => {
+            // The log is audited as a whole: verifying one key's records says nothing about the others.
+            if (key === undefined) {
+              log = auditLog(store, {
+                ...(publicKey ? { publicKey } : {}),
+                ...(given ? { checkpoint: given } : {}),
+              });
+            }
+            return verifyLedger(store, key, {
               ...(artifacts === undefined ? {} : { artifactsDir: resolve(io.cwd, artifacts) }),
               ...(publicKey ? { publicKey } : {}),
-            }),
-          );
+            });
+          });
           const lines = report.entries.map((entry) => {
             const failed = entry.checks.filter((check) => check.status === 'fail');
             // Says what was checked: a record without digests is "nothing to verify", not "verified".
@@ -210,8 +301,115 @@ function registerVerify(ledger: Command, invocation: Invocation): void {
             const head = `${entry.ok ? 'ok  ' : 'FAIL'} ${String(entry.seq).padStart(5)} ${entry.run_id} ${entry.tool} (${verdict})`;
             return [head, ...failed.map((check) => `       ${check.check}: ${check.message}`)].join('\n');
           });
+          const audit = log as LogAudit | undefined;
+          if (audit !== undefined) lines.push(...logLines(audit));
           lines.push(ledgerVerdictLine(report));
-          return { exitCode: report.ok ? EXIT.ok : EXIT.checkFailed, human: lines.join('\n'), json: report };
+          // An empty ledger with no checkpoint is "nothing verified", as before the log; with one it is a wipe.
+          const ok = report.ok && (audit === undefined || audit.ok);
+          return {
+            exitCode: ok ? EXIT.ok : EXIT.checkFailed,
+            human: lines.join('\n'),
+            json: { ...report, ok, ...(audit === undefined ? {} : { log: audit }) },
+          };
+        },
+      ),
+    );
+}
+
+function registerCheckpoint(ledger: Command, invocation: Invocation): void {
+  ledger
+    .command('checkpoint')
+    .description(
+      "sign a checkpoint of the ledger's transparency log (C2SP tlog-checkpoint), keep it in the ledger and print it",
+    )
+    .option('--db <file>', DB_HELP)
+    .requiredOption(
+      '--private-key <file>',
+      "Ed25519 private key (PKCS#8 PEM): the one the ledger's records are signed with",
+    )
+    .option('--origin <origin>', "the log's name in the checkpoint (default: mcp-envelope/<the ledger's id>)")
+    .action(
+      runs(invocation, async ({ io }, options: DbOption & { privateKey: string; origin?: string }) => {
+        const key = loadPrivateKey(await readInputBytes(options.privateKey, io));
+        const checkpoint = await withLedger(io, options.db, 'write', (store) =>
+          writeCheckpoint(store, key, options.origin === undefined ? {} : { origin: options.origin }),
+        );
+        return {
+          exitCode: EXIT.ok,
+          raw: checkpoint.text,
+          json: {
+            origin: checkpoint.origin,
+            tree_size: checkpoint.size,
+            root_hash: checkpoint.root.toString('base64'),
+            checkpoint: checkpoint.text,
+          },
+        };
+      }),
+    );
+}
+
+function registerProve(ledger: Command, invocation: Invocation): void {
+  ledger
+    .command('prove')
+    .description('print the inclusion proof (JSON) of one record in the tree a signed checkpoint vouches for')
+    .argument('<key>', 'run id, or record digest (hex or sha256:hex)')
+    .option('--db <file>', DB_HELP)
+    .option('--checkpoint <file>', 'prove against this checkpoint (default: the newest the ledger kept)')
+    .action(
+      runs(invocation, async ({ io }, key: string, options: DbOption & { checkpoint?: string }) => {
+        const given =
+          options.checkpoint === undefined ? undefined : await readCheckpoint(options.checkpoint, io);
+        const proof = await withLedger(io, options.db, 'read', (store) => {
+          const entries = store.show(key);
+          if (entries.length > 1) {
+            throw new EnvelopeError(
+              'USAGE_ERROR',
+              `${entries.length} records have run id ${key}: name one by its record digest (${entries.map((entry) => `sha256:${entry.record_digest}`).join(', ')})`,
+              { key },
+            );
+          }
+          return proveInclusion(store, entries[0] as LedgerEntry, given ?? latestCheckpoint(store));
+        });
+        return { exitCode: EXIT.ok, raw: `${JSON.stringify(proof, null, 2)}\n`, json: proof };
+      }),
+    );
+}
+
+function registerConsistency(ledger: Command, invocation: Invocation): void {
+  ledger
+    .command('consistency')
+    .description(
+      "prove from the ledger's tree that an older checkpoint's log is a prefix of a newer one's; print the proof (JSON)",
+    )
+    .argument('<old>', 'the older checkpoint file')
+    .argument('<new>', 'the newer checkpoint file')
+    .option('--db <file>', DB_HELP)
+    .option('--public-key <file>', 'Ed25519 public key (SPKI PEM): both checkpoints must be signed by it')
+    .action(
+      runs(
+        invocation,
+        async ({ io }, older: string, newer: string, options: DbOption & { publicKey?: string }) => {
+          const first = await readCheckpoint(older, io);
+          const second = await readCheckpoint(newer, io);
+          if (options.publicKey !== undefined) {
+            const publicKey = loadPublicKey(await readInputBytes(options.publicKey, io));
+            for (const [file, checkpoint] of [
+              [older, first],
+              [newer, second],
+            ] as const) {
+              if (!checkpointSignedBy(checkpoint, publicKey)) {
+                throw new EnvelopeError(
+                  'LEDGER_TAMPERED',
+                  `Checkpoint ${file} is not signed by the given public key`,
+                  { file },
+                );
+              }
+            }
+          }
+          const proof = await withLedger(io, options.db, 'read', (store) =>
+            proveConsistency(store, first, second),
+          );
+          return { exitCode: EXIT.ok, raw: `${JSON.stringify(proof, null, 2)}\n`, json: proof };
         },
       ),
     );
@@ -251,12 +449,20 @@ function registerAdd(ledger: Command, invocation: Invocation): void {
 export const registerLedger: Registrar = (program, invocation) => {
   const ledger = program
     .command('ledger')
-    .description('list, show, verify and add provenance records in a ledger database')
+    .description(
+      'list, show, verify and add provenance records in a ledger database; checkpoint and prove its transparency log',
+    )
     .action(() => {
-      throw new EnvelopeError('USAGE_ERROR', 'ledger needs a command: list, show, verify or add');
+      throw new EnvelopeError(
+        'USAGE_ERROR',
+        'ledger needs a command: list, show, verify, add, checkpoint, prove or consistency',
+      );
     });
   registerList(ledger, invocation);
   registerShow(ledger, invocation);
   registerVerify(ledger, invocation);
   registerAdd(ledger, invocation);
+  registerCheckpoint(ledger, invocation);
+  registerProve(ledger, invocation);
+  registerConsistency(ledger, invocation);
 };

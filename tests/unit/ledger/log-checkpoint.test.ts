@@ -71,7 +71,7 @@ describe('signed checkpoints (C2SP tlog-checkpoint)', () => {
       [good.replace('\n7\n', '\n07\n'), /tree size line/],
       [good.replace(root.toString('base64'), 'AAAA'), /root hash line/],
       [good.replace('\u2014', '-'), /signature line/],
-      [good.split('\n\n')[0] + '\n\n', /no signature/],
+      [`${good.split('\n\n')[0]}\n\n`, /no signature/],
     ] as const) {
       expect(() => parseCheckpoint(text)).toThrow(message);
     }
