@@ -228,10 +228,12 @@ function logLines(audit: LogAudit): string[] {
     (check) =>
       `${check.source} checkpoint ${check.origin} at size ${check.size}: ${check.consistent ? 'consistent' : 'NOT consistent'}, ${check.signed === null ? 'signature not checked (no --public-key)' : check.signed ? 'signed by the given key' : 'NOT signed by the given key'}`,
   );
+  const entries = `log: ${audit.size} ${audit.size === 1 ? 'entry' : 'entries'}`;
+  // Without a checkpoint the root proves nothing to anyone: it is printed when one anchors it.
   const summary =
-    audit.checkpoints.length === 0 && audit.size > 0
-      ? `log: ${audit.size} entries, root ${audit.root}; no checkpoint anchors it (ledger checkpoint writes one)`
-      : `log: ${audit.size} entries, root ${audit.root}`;
+    audit.checkpoints.length === 0
+      ? `${entries}, no checkpoint anchors it (ledger checkpoint writes one)`
+      : `${entries}, root ${audit.root}`;
   // An empty log that nothing anchors says nothing: the closing line already says NOTHING VERIFIED.
   if (audit.size === 0 && audit.checkpoints.length === 0 && audit.ok) return [];
   return [...lines, ...anchors, `${audit.ok ? '' : 'FAIL '}${summary}`];
