@@ -25,17 +25,17 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX records_upstream ON records (upstream, seq);`,
   // 2: the transparency log: one leaf per row in log order, the hash of every perfect subtree,
   // the checkpoints written, and the ledger's stable id (the default checkpoint origin's).
+  // Both log tables only ever grow at their end (log_nodes in post-order, see log/tree.ts), so an
+  // append touches the last page of each; seq is not indexed (it is idx + 1 unless rows were lost).
   `CREATE TABLE log_leaves (
      idx INTEGER PRIMARY KEY,
-     seq INTEGER NOT NULL UNIQUE,
+     seq INTEGER NOT NULL,
      leaf BLOB NOT NULL
    ) STRICT;
    CREATE TABLE log_nodes (
-     level INTEGER NOT NULL,
-     idx INTEGER NOT NULL,
-     hash BLOB NOT NULL,
-     PRIMARY KEY (level, idx)
-   ) STRICT, WITHOUT ROWID;
+     pos INTEGER PRIMARY KEY,
+     hash BLOB NOT NULL
+   ) STRICT;
    CREATE TABLE log_checkpoints (
      id INTEGER PRIMARY KEY,
      origin TEXT NOT NULL,

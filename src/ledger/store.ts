@@ -379,7 +379,13 @@ export class Ledger {
         record: provRecord,
         envelope: envelope ?? null,
       };
-      this.log().append(entry.seq, leafBytes({ ...entry, principal: meta.principal ?? null }));
+      this.log().append(
+        entry.seq,
+        leafBytes(
+          { ...entry, principal: meta.principal ?? null },
+          { record: recordText, envelope: envelopeText },
+        ),
+      );
       return { entry, inserted: true };
     }
   }

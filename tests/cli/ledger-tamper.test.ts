@@ -135,7 +135,7 @@ describe('ledger verify catches tampering', () => {
     const { dir, db } = ledger();
     sql(
       db,
-      'DELETE FROM records WHERE seq > 3; DELETE FROM log_leaves WHERE idx >= 3; DELETE FROM log_nodes WHERE level = 0 AND idx >= 3',
+      'DELETE FROM records WHERE seq > 3; DELETE FROM log_leaves WHERE idx >= 3; DELETE FROM log_nodes WHERE pos >= 4',
     );
     const result = await verify(dir);
     expect(result.code).toBe(1);

@@ -4,7 +4,7 @@
  * auditor relies on. The side columns of `records` serve queries; verification
  * reads the leaf.
  */
-import { canonicalize, digestValue } from '../../canonical/index.ts';
+import { canonicalize, digestBytes } from '../../canonical/index.ts';
 import type { ProvRecord } from '../../provenance/record.ts';
 
 export const LEAF_TYPE = 'mcp-envelope.ledger.leaf.v1';
@@ -21,8 +21,22 @@ export interface LeafFields {
   envelope: Record<string, unknown> | null;
 }
 
+/** The canonical texts of the record and envelope, when the caller already has them (the store does). */
+export interface CanonicalTexts {
+  record: string;
+  envelope: string | null;
+}
+
 /** The leaf object: the members the bytes hold, by name, as `leafBytes` canonicalizes them. */
 export function leafObject(fields: LeafFields): Record<string, unknown> {
+  return {
+    ...leafMembers(fields, fields.envelope === null ? null : canonicalize(fields.envelope)),
+    record: fields.record,
+  };
+}
+
+/** Every member but `record`. */
+function leafMembers(fields: LeafFields, envelopeText: string | null): Record<string, unknown> {
   return {
     type: LEAF_TYPE,
     run_id: fields.run_id,
@@ -36,16 +50,24 @@ export function leafObject(fields: LeafFields): Record<string, unknown> {
       artifact_id: output.artifact_id,
       digest: output.digest ? `${output.digest.alg}:${output.digest.value}` : null,
     })),
-    envelope_digest:
-      fields.envelope === null ? null : `sha256:${digestValue(fields.envelope, 'sha256').value}`,
-    record: fields.record,
+    envelope_digest: envelopeText === null ? null : `sha256:${digestBytes(envelopeText, 'sha256').value}`,
   };
 }
 
-export function leafText(fields: LeafFields): string {
-  return canonicalize(leafObject(fields));
+/**
+ * The leaf's canonical text. With `texts`, the record's and envelope's
+ * canonical texts are spliced in rather than canonicalized again: RFC 8785
+ * orders `record` just before `record_digest`, and `,"record_digest":` with
+ * bare quotes cannot occur inside an earlier member's string (its quotes would
+ * be escaped), so its first occurrence is the member.
+ */
+export function leafText(fields: LeafFields, texts?: CanonicalTexts): string {
+  if (texts === undefined) return canonicalize(leafObject(fields));
+  const rest = canonicalize(leafMembers(fields, texts.envelope));
+  const at = rest.indexOf(',"record_digest":');
+  return `${rest.slice(0, at)},"record":${texts.record}${rest.slice(at)}`;
 }
 
-export function leafBytes(fields: LeafFields): Buffer {
-  return Buffer.from(leafText(fields), 'utf8');
+export function leafBytes(fields: LeafFields, texts?: CanonicalTexts): Buffer {
+  return Buffer.from(leafText(fields, texts), 'utf8');
 }
