@@ -46,6 +46,14 @@ describe('flags agree across commands', () => {
     }
   });
 
+  it('the ledger commands that sign or check checkpoints take the keys and files as sign and verify do', () => {
+    expect(longFlags('ledger checkpoint')).toContain('--private-key');
+    expect(longFlags('sign')).toContain('--private-key');
+    expect(longFlags('ledger consistency')).toContain('--public-key');
+    for (const name of ['ledger verify', 'ledger prove'])
+      expect(longFlags(name), name).toContain('--checkpoint');
+  });
+
   it('wrap and convert name the tool and the request the same way', () => {
     for (const flag of ['--tool-name', '--request-id', '--text']) {
       expect(longFlags('wrap'), flag).toContain(flag);
@@ -54,7 +62,15 @@ describe('flags agree across commands', () => {
   });
 
   it('every ledger command takes --db, and none requires it', () => {
-    for (const name of ['ledger list', 'ledger show', 'ledger verify', 'ledger add']) {
+    for (const name of [
+      'ledger list',
+      'ledger show',
+      'ledger verify',
+      'ledger add',
+      'ledger checkpoint',
+      'ledger prove',
+      'ledger consistency',
+    ]) {
       const db = all.get(name)?.options.find((option) => option.long === '--db');
       expect(db, name).toBeDefined();
       expect(db?.mandatory, name).toBe(false);

@@ -1,0 +1,155 @@
+/**
+ * The transparency log's cost and speed.
+ *
+ * 1. Append rate: Ledger.insert (validation, record digest, canonical JSON,
+ *    the row, and now its leaf and subtree hashes in one transaction) against
+ *    the ledger's plain insert as it was before the log, measured in the same
+ *    run: the same validation, digest and canonical JSON, and the same row
+ *    insert into the same schema with the same file settings, without the log.
+ *    Target: ratio >= 0.8.
+ * 2. Proof time on a large log (LEDGER_LOG_BENCH_N leaves, default 1,000,000,
+ *    appended through TreeStore in one transaction): inclusion and
+ *    consistency proofs for random sizes and indexes, produced from the stored
+ *    subtree hashes and verified. Target: < 5 ms each.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { canonicalize } from '../src/canonical/index.ts';
+import { Ledger } from '../src/ledger/index.ts';
+import { leafHash } from '../src/ledger/log/hashing.ts';
+import {
+  consistencyProof,
+  inclusionProof,
+  verifyConsistency,
+  verifyInclusion,
+} from '../src/ledger/log/proofs.ts';
+import { TreeStore } from '../src/ledger/log/tree.ts';
+import { MIGRATIONS } from '../src/ledger/migrations.ts';
+import { buildCallRecord, computeRecordDigest, DEFAULT_CONTROLS } from '../src/provenance/index.ts';
+import type { ProvRecord } from '../src/provenance/record.ts';
+import { defaultRegistry, SCHEMA_IDS } from '../src/schemas/index.ts';
+
+const N = 3000;
+const ROUNDS = 5;
+const LARGE = Number(process.env.LEDGER_LOG_BENCH_N ?? 1_000_000);
+const SAMPLES = 500;
+
+function records(round: number): ProvRecord[] {
+  return Array.from({ length: N }, (_, i) => {
+    const id = `00000000-0000-4000-8000-${String(round * N + i).padStart(12, '0')}`;
+    return buildCallRecord({
+      runId: id,
+      tool: { name: 'echo', version: '1.0.0', adapter: 'mcp' },
+      action: 'wrapped',
+      inputs: [
+        { id: 'arguments', mediaType: 'application/json', content: { json: { text: 'x'.repeat(200) } } },
+      ],
+      result: { text: 'x'.repeat(200), i },
+      attached: true,
+      controls: { ...DEFAULT_CONTROLS, captureProvenance: true, provenanceMode: 'full' },
+    });
+  });
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] as number;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'ledger-log-bench-'));
+try {
+  const withLog: number[] = [];
+  const plain: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const batch = records(round);
+
+    const ledger = Ledger.open(join(dir, `log-${round}.sqlite`));
+    let start = performance.now();
+    for (const record of batch) ledger.insert(record, { upstream: 'bench' });
+    withLog.push(N / ((performance.now() - start) / 1000));
+    ledger.close();
+
+    // The insert as it was before the log: same work per record, same schema (version 1), same settings.
+    const db = new DatabaseSync(join(dir, `plain-${round}.sqlite`));
+    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;');
+    db.exec(MIGRATIONS[0] as string);
+    start = performance.now();
+    for (const record of batch) {
+      if (!defaultRegistry().validate(SCHEMA_IDS.record, record).valid) throw new Error('invalid record');
+      const digest = computeRecordDigest(record).value;
+      db.prepare(
+        `INSERT INTO records (run_id, tool, upstream, record_digest, created_at, record, envelope)
+         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_digest) DO NOTHING RETURNING seq`,
+      ).get(
+        record.run_id,
+        record.tool.name,
+        'bench',
+        digest,
+        new Date().toISOString(),
+        canonicalize(record),
+        null,
+      );
+    }
+    plain.push(N / ((performance.now() - start) / 1000));
+    db.close();
+  }
+  const a = median(withLog);
+  const b = median(plain);
+  console.log(`ledger insert with the log (row + leaf + subtree hashes): ${a.toFixed(0)} records/s`);
+  console.log(`ledger insert without the log (as before it):             ${b.toFixed(0)} records/s`);
+  console.log(
+    `ratio with/without: ${(a / b).toFixed(2)}x (target >= 0.8; median of ${ROUNDS} rounds of ${N})`,
+  );
+
+  // A large log, leaves of the size of a small entry.
+  const db = new DatabaseSync(join(dir, 'large.sqlite'));
+  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;');
+  db.exec(MIGRATIONS.join(';\n'));
+  const tree = new TreeStore(db);
+  let start = performance.now();
+  db.exec('BEGIN');
+  for (let i = 0; i < LARGE; i++) tree.append(i + 1, Buffer.from(`{"i":${i},"pad":"${'x'.repeat(64)}"}`));
+  db.exec('COMMIT');
+  const setup = (performance.now() - start) / 1000;
+  console.log(
+    `large log: ${LARGE} leaves appended in ${setup.toFixed(1)} s (${(LARGE / setup).toFixed(0)} leaves/s in one transaction)`,
+  );
+
+  const inclusion: number[] = [];
+  const consistency: number[] = [];
+  for (let sample = 0; sample < SAMPLES; sample++) {
+    const n = LARGE - Math.floor(Math.random() * (LARGE / 2));
+    const m = Math.floor(Math.random() * n);
+    start = performance.now();
+    const root = tree.root(n);
+    const path = inclusionProof(tree, m, n);
+    const leaf = tree.leaf(m);
+    if (!leaf || !verifyInclusion(leafHash(leaf.leaf), m, n, path, root))
+      throw new Error('inclusion proof failed');
+    inclusion.push(performance.now() - start);
+
+    const old = 1 + Math.floor(Math.random() * (n - 1));
+    start = performance.now();
+    const oldRoot = tree.root(old);
+    const newRoot = tree.root(n);
+    const proof = consistencyProof(tree, old, n);
+    if (!verifyConsistency(old, n, proof, oldRoot, newRoot)) throw new Error('consistency proof failed');
+    consistency.push(performance.now() - start);
+  }
+  db.close();
+  const ms = (values: number[]) =>
+    `median ${median(values).toFixed(3)} ms, p99 ${percentile(values, 0.99).toFixed(3)} ms`;
+  console.log(
+    `inclusion proof (roots + path + verify) at ~${LARGE} leaves: ${ms(inclusion)} (target < 5 ms)`,
+  );
+  console.log(`consistency proof (two roots + proof + verify):           ${ms(consistency)} (target < 5 ms)`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
