@@ -259,6 +259,16 @@ describe('ledger verify catches tampering', () => {
     expect(JSON.parse(honest.stdout)).toMatchObject({ old_size: 3, new_size: 4 });
   });
 
+  it('a stored checkpoint edited', async () => {
+    const { dir, db } = ledger();
+    sql(db, 'UPDATE log_checkpoints SET note = replace(note, char(10) || char(10), char(10)) WHERE id = 1');
+    const result = await verify(dir);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(
+      'TAMPERED stored checkpoint 1 was changed: Not a checkpoint: no blank line between the body and the signatures',
+    );
+  });
+
   it('keeps an empty ledger with no checkpoint at NOTHING VERIFIED', async () => {
     const dir = join(root, 'empty');
     Ledger.open(join(dir, 'l.sqlite')).close();

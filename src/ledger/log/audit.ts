@@ -11,7 +11,7 @@ import type { KeyObject } from 'node:crypto';
 import { canonicalize, parseJsonLossless } from '../../canonical/index.ts';
 import type { ProvRecord } from '../../provenance/record.ts';
 import type { Ledger } from '../store.ts';
-import { type Checkpoint, checkpointSignedBy, storedCheckpoints } from './checkpoint.ts';
+import { type Checkpoint, checkpointSignedBy, parseCheckpoint } from './checkpoint.ts';
 import { leafHash, MemoryTree } from './hashing.ts';
 import { leafObject } from './leaf.ts';
 import { consistencyProof, verifyConsistency } from './proofs.ts';
@@ -228,8 +228,18 @@ export function auditLog(
   // The given checkpoint (one taken earlier, kept apart from the file) and every one the ledger kept.
   const candidates: Array<{ checkpoint: Checkpoint; source: 'given' | 'stored' }> = [
     ...(options.checkpoint ? [{ checkpoint: options.checkpoint, source: 'given' as const }] : []),
-    ...storedCheckpoints(ledger).map((row) => ({ checkpoint: row.checkpoint, source: 'stored' as const })),
   ];
+  for (const row of ledger.database().prepare('SELECT id, note FROM log_checkpoints ORDER BY id').iterate()) {
+    const { id, note } = row as { id: number; note: string };
+    try {
+      candidates.push({ checkpoint: parseCheckpoint(note), source: 'stored' });
+    } catch (error) {
+      problems.push({
+        code: 'LEDGER_TAMPERED',
+        message: `stored checkpoint ${id} was changed: ${(error as Error).message}`,
+      });
+    }
+  }
   for (const { checkpoint, source } of candidates) {
     const name = `${source === 'given' ? 'the given' : 'stored'} checkpoint ${checkpoint.origin} at size ${checkpoint.size}`;
     const signed = options.publicKey ? checkpointSignedBy(checkpoint, options.publicKey) : null;
