@@ -74,6 +74,9 @@ describe('ledger verify catches tampering', () => {
     expect(result.stdout).toContain(
       `TAMPERED leaf 2 (seq 3): row seq 3 (run ${run(3)}) was deleted from records`,
     );
+    expect(result.stdout.trimEnd().split('\n').at(-1)).toBe(
+      'LEDGER TAMPERED: 1 problem in the transparency log (TAMPERED lines above)',
+    );
   });
 
   it('one byte of one leaf changed', async () => {

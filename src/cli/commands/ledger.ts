@@ -306,6 +306,12 @@ function registerVerify(ledger: Command, invocation: Invocation): void {
           const audit = log as LogAudit | undefined;
           if (audit !== undefined) lines.push(...logLines(audit));
           lines.push(ledgerVerdictLine(report));
+          // The last line says the outcome: records that verified do not make a tampered ledger pass.
+          if (audit !== undefined && !audit.ok) {
+            lines.push(
+              `LEDGER TAMPERED: ${audit.problems.length} problem${audit.problems.length === 1 ? '' : 's'} in the transparency log (TAMPERED lines above)`,
+            );
+          }
           // An empty ledger with no checkpoint is "nothing verified", as before the log; with one it is a wipe.
           const ok = report.ok && (audit === undefined || audit.ok);
           return {
