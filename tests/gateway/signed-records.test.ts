@@ -157,8 +157,16 @@ describe('a gateway with a signing key', () => {
     const stored = (db.prepare('SELECT record FROM records ORDER BY seq').all() as unknown as Row[]).map(
       (row) => row.record,
     );
+    // Each record's log leaf names who called: over stdio, the one local caller.
+    const leaves = (
+      db.prepare('SELECT leaf FROM log_leaves ORDER BY idx').all() as { leaf: Uint8Array }[]
+    ).map(
+      (row) => JSON.parse(Buffer.from(row.leaf).toString('utf8')) as { principal: unknown; record: unknown },
+    );
     db.close();
     expect(stored).toEqual(answers.map((answer) => canonicalize(recordIn(answer))));
+    expect(leaves.map((leaf) => leaf.principal)).toEqual(['local', 'local', 'local']);
+    expect(leaves.map((leaf) => canonicalize(leaf.record))).toEqual(stored);
     const run = await runCli([
       'ledger',
       'verify',
@@ -189,9 +197,10 @@ describe('a gateway with a signing key', () => {
       return { ...forged, integrity: { record_digest: computeRecordDigest(forged) } };
     });
     for (const db of [kept, removed]) {
-      // Each row is consistent: without the key, the rewrite is not noticed.
+      // Each row is consistent in itself; without the key it is the log that no longer agrees.
       const unkeyed = await runCli(['ledger', 'verify', '--db', db]);
-      expect(unkeyed.code, `${db}: ${unkeyed.stdout}`).toBe(0);
+      expect(unkeyed.code, `${db}: ${unkeyed.stdout}`).toBe(1);
+      expect(unkeyed.stdout).toMatch(/^TAMPERED leaf 0 \(seq 1\)/m);
       const keyed = await runCli(['ledger', 'verify', '--db', db, '--public-key', publicPem]);
       expect(keyed.code, `${db}: ${keyed.stdout}`).toBe(1);
       expect(keyed.stdout).toMatch(/^FAIL +1 /m);

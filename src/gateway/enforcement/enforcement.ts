@@ -230,15 +230,15 @@ export class Enforcement {
         arguments: params.arguments,
       };
       let reported = false;
+      const principal = principalOf(context, transport);
       // Without a log or a ledger nothing reads the report, so none is made (its digests cost).
       const filing = this.#options.callLog !== undefined || this.#options.ledger !== undefined;
       const report = filing
         ? (summary: () => CallSummary) => {
             reported = true;
-            this.#file(summary, facts);
+            this.#file(summary, facts, principal);
           }
         : undefined;
-      const principal = principalOf(context, transport);
       // `_meta.return_mode` is the gateway's: upstreams never see it.
       const { forwarded, asked } = splitReturnMode(params);
       try {
@@ -335,12 +335,13 @@ export class Enforcement {
    * ledger, the report's digests) once the answer has gone, so they add
    * nothing to the call's latency. `flush()` files what is still waiting.
    */
-  #file(summary: () => CallSummary, facts: CallLogFacts): void {
+  #file(summary: () => CallSummary, facts: CallLogFacts, principal: string): void {
     const { callLog, ledger } = this.#options;
     if (ledger) {
       this.#guarded(() => {
         const { provenance, tool } = summary();
-        if (provenance) ledger.insert(provenance.record, { tool, upstream: facts.upstream });
+        // Who called is in the record's log leaf, where an auditor reads it.
+        if (provenance) ledger.insert(provenance.record, { tool, upstream: facts.upstream, principal });
       });
     }
     if (!callLog) return;
