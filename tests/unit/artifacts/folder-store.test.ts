@@ -22,7 +22,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { FolderArtifactStore } from '../../../src/artifacts/folder-store.ts';
 import { Keyring } from '../../../src/artifacts/keyring.ts';
 import { EnvelopeError } from '../../../src/errors/index.ts';
-import { Ledger } from '../../../src/ledger/index.ts';
+import { LEDGER_SCHEMA_VERSION, Ledger } from '../../../src/ledger/index.ts';
 import { callRecord } from '../ledger/fixtures.ts';
 
 const folders: string[] = [];
@@ -362,7 +362,8 @@ describe('sharing the ledger file', () => {
     const info = await store.put(Buffer.from('shared'), OPTIONS);
     ledger.close();
     const version = new DatabaseSync(file, { readOnly: true });
-    expect(version.prepare('PRAGMA user_version').get()).toEqual({ user_version: 1 });
+    // The store's tables leave the ledger's schema version as the ledger set it.
+    expect(version.prepare('PRAGMA user_version').get()).toEqual({ user_version: LEDGER_SCHEMA_VERSION });
     version.close();
     const reader = Ledger.open(file, { readOnly: true });
     expect(reader.list()).toHaveLength(1);
