@@ -97,7 +97,11 @@ export const CONFIG_DEFAULTS = deepFreeze({
   },
   auth: { tokens: TOP.auth.properties.tokens.default as unknown[] },
   token: { optional: schema.$defs.token.properties.optional.default },
-  ledger: { enabled: TOP.ledger.properties.enabled.default, path: TOP.ledger.properties.path.default },
+  ledger: {
+    enabled: TOP.ledger.properties.enabled.default,
+    path: TOP.ledger.properties.path.default,
+    checkpointIntervalMs: TOP.ledger.properties.checkpointIntervalMs.default,
+  },
   rateLimits: TOP.rateLimits.default as unknown[],
   rateLimit: { per: schema.$defs.rateLimit.properties.per.default as 'principal' | 'global' },
   artifacts: {

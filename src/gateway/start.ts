@@ -8,6 +8,7 @@ import { artifactResources, artifactSink } from './artifacts/sink.ts';
 import { Enforcement } from './enforcement/enforcement.ts';
 import { type HttpGateway, startHttpGateway } from './http/server.ts';
 import { CallLog, instanceName } from './operations/call-log.ts';
+import { startCheckpoints } from './operations/checkpoints.ts';
 import { callTimeoutMs, type GatewayConfig, type UpstreamConfig } from './operations/config.ts';
 import { UpstreamStatusBoard } from './operations/upstream-status.ts';
 import { UpstreamFleet } from './relay/upstream-fleet.ts';
@@ -193,10 +194,16 @@ export async function startGateway(
   rememberCredentials(config.auth.tokens.map(({ token }) => token));
   for (const upstream of config.upstreams) rememberCredentials(credentialsOf(upstreamSpec(upstream)));
   const ledger = config.ledger.enabled ? Ledger.open(config.ledger.path) : undefined;
+  // With a signing key, the ledger's log is checkpointed as it grows and when the gateway stops.
+  const checkpoints =
+    ledger && config.signing
+      ? startCheckpoints(ledger, config.signing.key, config.ledger.checkpointIntervalMs, report)
+      : undefined;
   let artifacts: ArtifactService | undefined;
   try {
     artifacts = openArtifacts(config, report);
   } catch (error) {
+    checkpoints?.stop();
     ledger?.close();
     throw error;
   }
@@ -261,6 +268,7 @@ export async function startGateway(
     enforcement.flush();
     await callLog?.close();
     await artifacts?.close();
+    checkpoints?.stop();
     ledger?.close();
   };
   try {

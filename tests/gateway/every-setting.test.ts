@@ -12,6 +12,7 @@ import {
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { type CallToolResult, Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -1467,6 +1468,65 @@ describe('signing', () => {
     const body = readFileSync(join(keys, 'gateway.private.pem'), 'utf8').split('\n')[1] as string;
     expect(fromEnv.text() + fromFile.text()).not.toContain(body);
   });
+});
+
+describe('ledger.checkpointIntervalMs', () => {
+  /** The tree sizes of the checkpoints kept in a ledger file, oldest first. */
+  const checkpointSizes = (file: string): number[] => {
+    const db = new DatabaseSync(file, { readOnly: true });
+    try {
+      return (
+        db.prepare('SELECT tree_size FROM log_checkpoints ORDER BY id').all() as { tree_size: number }[]
+      ).map((row) => Number(row.tree_size));
+    } finally {
+      db.close();
+    }
+  };
+
+  proves(
+    ['ledger.checkpointIntervalMs'],
+    'ledger.checkpointIntervalMs: with signing, the log is checkpointed as it grows and when the gateway stops',
+    async () => {
+      const keys = folder('checkpoint-keys');
+      const keygen = await runCli(['keygen', '--out', join(keys, 'gateway')]);
+      expect(keygen.code, keygen.stderr).toBe(0);
+      const configFor = (interval?: number) => ({
+        upstreams: [probe('probe')],
+        logs: { enabled: false },
+        ledger: {
+          path: 'ledger.sqlite',
+          ...(interval === undefined ? {} : { checkpointIntervalMs: interval }),
+        },
+        signing: { keyEnv: 'EVERY_SETTING_CHECKPOINT_KEY' },
+      });
+      const env = { EVERY_SETTING_CHECKPOINT_KEY: readFileSync(join(keys, 'gateway.private.pem'), 'utf8') };
+      const [frequent, usual] = await Promise.all([
+        startStdio(folder('checkpoints-frequent'), configFor(1000), env),
+        startStdio(folder('checkpoints-usual'), configFor(), env),
+      ]);
+      for (const gateway of [frequent, usual])
+        await gateway.call('echo', { text: 'logged' }, { capture_provenance: true });
+      // Every second, the frequent one checkpoints the entry it logged (bounded wait for another process).
+      const frequentFile = join(frequent.dir, 'ledger.sqlite');
+      for (let attempt = 0; attempt < 100 && !checkpointSizes(frequentFile).includes(1); attempt++)
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(checkpointSizes(frequentFile)).toContain(1);
+      // The default (a minute) has not come round: only the gateway's stop writes one.
+      const usualFile = join(usual.dir, 'ledger.sqlite');
+      expect(checkpointSizes(usualFile)).toEqual([]);
+      await Promise.all([frequent.stop(), usual.stop()]);
+      expect(checkpointSizes(usualFile)).toEqual([1]);
+      const verified = await runCli([
+        'ledger',
+        'verify',
+        '--db',
+        usualFile,
+        '--public-key',
+        join(keys, 'gateway.public.pem'),
+      ]);
+      expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------

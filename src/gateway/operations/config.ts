@@ -130,7 +130,7 @@ export interface GatewayConfig {
   auth: { required: boolean; tokens: AuthToken[] };
   /** The tier order and the tier of unauthenticated callers; undefined when no tiers section is given. */
   tiers: GatewayTiers | undefined;
-  ledger: { enabled: boolean; path: string };
+  ledger: { enabled: boolean; path: string; checkpointIntervalMs: number };
   /** `instance` absent: the environment's `MCP_ENVELOPE_INSTANCE`, else `<host>-<pid>`, decided at start. */
   logs: { enabled: boolean; dir: string; includeArguments: boolean; instance?: string };
   ids: { seed: string | undefined };
@@ -303,6 +303,7 @@ export function resolveGatewayConfig(
     ledger: {
       enabled: raw.ledger?.enabled ?? defaults.ledger.enabled,
       path: at(raw.ledger?.path ?? defaults.ledger.path),
+      checkpointIntervalMs: raw.ledger?.checkpointIntervalMs ?? defaults.ledger.checkpointIntervalMs,
     },
     logs: {
       enabled: raw.logs?.enabled ?? defaults.logs.enabled,
@@ -675,7 +676,7 @@ interface RawConfig {
     tokens?: RawToken[];
   };
   tiers?: RawGatewayTiers;
-  ledger?: { enabled?: boolean; path?: string };
+  ledger?: { enabled?: boolean; path?: string; checkpointIntervalMs?: number };
   logs?: { enabled?: boolean; dir?: string; includeArguments?: boolean; instance?: string };
   ids?: { seed?: string };
   signing?: RawSigning;
