@@ -69,7 +69,11 @@ describe('loadGatewayConfig', () => {
     expect(config.tiers).toBeUndefined();
     expect(config.listen).toEqual({ stdio: true, http: undefined });
     expect(config.auth).toEqual({ required: false, tokens: [] });
-    expect(config.ledger).toEqual({ enabled: true, path: join(dir, 'data/ledger.sqlite') });
+    expect(config.ledger).toEqual({
+      enabled: true,
+      path: join(dir, 'data/ledger.sqlite'),
+      checkpointIntervalMs: 60_000,
+    });
     expect(config.logs).toEqual({ enabled: true, dir: join(dir, 'runs'), includeArguments: false });
     expect(config.ids).toEqual({ seed: undefined });
   });
