@@ -3,6 +3,7 @@ import { parseJsonLossless } from '../canonical/index.ts';
 import type { ProvRecord } from '../provenance/record.ts';
 import { leafBytes } from './log/leaf.ts';
 import { TreeStore } from './log/tree.ts';
+import type { StoredRow } from './store.ts';
 
 /**
  * The ledger's schema, one SQL script per version: migration N takes a file
@@ -56,16 +57,7 @@ export const MIGRATION_CODE: Readonly<Record<number, (db: DatabaseSync) => void>
   2: (db) => {
     const tree = new TreeStore(db);
     for (const row of db.prepare('SELECT * FROM records ORDER BY seq').iterate()) {
-      const r = row as {
-        seq: number;
-        run_id: string;
-        tool: string;
-        upstream: string | null;
-        record_digest: string;
-        created_at: string;
-        record: string;
-        envelope: string | null;
-      };
+      const r = row as unknown as StoredRow;
       tree.append(
         Number(r.seq),
         leafBytes({

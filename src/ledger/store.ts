@@ -88,7 +88,8 @@ export interface UnreadableRow {
 /** One row as `rows` yields it. */
 export type ScannedRow = { entry: LedgerEntry } | { unreadable: UnreadableRow };
 
-interface Row {
+/** A row of `records` as SQLite returns it. */
+export interface StoredRow {
   seq: number;
   run_id: string;
   tool: string;
@@ -365,7 +366,7 @@ export class Ledger {
         // Already stored: report the row as it was first stored.
         const row = this.db
           .prepare('SELECT * FROM records WHERE record_digest = ?')
-          .get(digest) as unknown as Row;
+          .get(digest) as unknown as StoredRow;
         return { entry: this.toEntry(row), inserted: false };
       }
       // The stored text is the canonical form of these values, so the entry needs no re-read.
@@ -403,7 +404,11 @@ export class Ledger {
            WHERE (:tool IS NULL OR tool = :tool) AND (:upstream IS NULL OR upstream = :upstream)
            ORDER BY seq DESC LIMIT :limit`,
         )
-        .all({ tool: filter.tool ?? null, upstream: filter.upstream ?? null, limit }) as unknown as Row[];
+        .all({
+          tool: filter.tool ?? null,
+          upstream: filter.upstream ?? null,
+          limit,
+        }) as unknown as StoredRow[];
       return rows.map((row) => this.toEntry(row));
     });
   }
@@ -414,7 +419,7 @@ export class Ledger {
     return this.run(() => {
       const rows = this.db
         .prepare('SELECT * FROM records WHERE run_id = ? OR record_digest = ? ORDER BY seq')
-        .all(key, digest ?? null) as unknown as Row[];
+        .all(key, digest ?? null) as unknown as StoredRow[];
       return rows.map((row) => this.toEntry(row));
     });
   }
@@ -464,7 +469,7 @@ export class Ledger {
         throw ledgerError(error, this.path);
       }
       if (next.done) return;
-      const row = next.value as Row;
+      const row = next.value as StoredRow;
       let scanned: ScannedRow;
       try {
         scanned = { entry: this.toEntry(row) };
@@ -484,7 +489,7 @@ export class Ledger {
     }
   }
 
-  private toEntry(row: Row): LedgerEntry {
+  private toEntry(row: StoredRow): LedgerEntry {
     let record: ProvRecord;
     let envelope: Record<string, unknown> | null;
     try {

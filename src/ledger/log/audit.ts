@@ -10,7 +10,7 @@
 import type { KeyObject } from 'node:crypto';
 import { canonicalize, parseJsonLossless } from '../../canonical/index.ts';
 import type { ProvRecord } from '../../provenance/record.ts';
-import type { Ledger } from '../store.ts';
+import type { Ledger, StoredRow } from '../store.ts';
 import { type Checkpoint, checkpointSignedBy, parseCheckpoint } from './checkpoint.ts';
 import { leafHash, MemoryTree } from './hashing.ts';
 import { leafObject } from './leaf.ts';
@@ -44,17 +44,6 @@ export interface LogAudit {
   problems: LogProblem[];
 }
 
-interface RawRow {
-  seq: number;
-  run_id: string;
-  tool: string;
-  upstream: string | null;
-  record_digest: string;
-  created_at: string;
-  record: string;
-  envelope: string | null;
-}
-
 const MEMBERS = [
   'run_id',
   'tool',
@@ -74,7 +63,7 @@ const COLUMN: Record<(typeof MEMBERS)[number], string> = {
   envelope_digest: 'envelope',
 };
 
-function rowLeaf(row: RawRow, principal: string | null): Record<string, unknown> {
+function rowLeaf(row: StoredRow, principal: string | null): Record<string, unknown> {
   return leafObject({
     run_id: row.run_id,
     tool: row.tool,
@@ -109,9 +98,9 @@ export function auditLog(
 ): LogAudit {
   const db = ledger.database();
   const problems: LogProblem[] = [];
-  const rows = new Map<number, RawRow>();
+  const rows = new Map<number, StoredRow>();
   for (const row of db.prepare('SELECT * FROM records ORDER BY seq').iterate()) {
-    const raw = row as unknown as RawRow;
+    const raw = row as unknown as StoredRow;
     rows.set(Number(raw.seq), raw);
   }
   const leaves = [...ledger.log().leaves()];
