@@ -18,7 +18,8 @@ const python = spawnSync('python3', ['--version'], { encoding: 'utf8' });
 const hasPython = python.error === undefined && python.status === 0;
 // Skipped on a machine without python3; CI (.ci/run installs it) always runs it.
 const REQUIRE_PYTHON = Boolean(process.env.CI);
-if (!hasPython && !REQUIRE_PYTHON) {
+const SKIP = !hasPython && !REQUIRE_PYTHON;
+if (SKIP) {
   console.warn('skipping the independent Python verifier of ledger proofs: no python3 on PATH');
 }
 
@@ -34,7 +35,7 @@ const cli = async (...args: string[]) => {
 const verifier = (...args: string[]) =>
   spawnSync('python3', [VERIFIER, ...args], { cwd: dir, encoding: 'utf8' });
 
-describe.skipIf(!hasPython && !REQUIRE_PYTHON)('the CLI’s proofs, checked by an independent Python verifier', () => {
+describe.skipIf(SKIP)('the CLI’s proofs, checked by an independent Python verifier', () => {
   it('verifies an inclusion proof and a consistency proof, and refuses altered ones', async () => {
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
     writeFileSync(join(dir, 'k.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
