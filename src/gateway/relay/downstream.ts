@@ -1,5 +1,4 @@
 import type {
-  ClientCapabilities,
   JSONRPCRequest,
   LoggingLevel,
   Notification,
@@ -8,7 +7,6 @@ import type {
   ServerContext,
   ServerNotifier,
 } from '@modelcontextprotocol/server';
-import { CLIENT_CAPABILITIES_META_KEY } from '@modelcontextprotocol/server';
 import { canonicalize } from '../../canonical/index.ts';
 import { STATELESS_WIRE_REVISION } from '../../errors/codes.ts';
 import { EnvelopeError } from '../../errors/index.ts';
@@ -20,6 +18,7 @@ import {
   type UpstreamRequestOptions,
 } from '../upstreams/upstream.ts';
 import {
+  declaredCapabilities,
   InputRounds,
   invalidState,
   type Progress,
@@ -171,9 +170,7 @@ export const ROOTS_REASK_MS = 2000;
 
 /** Whether a 2026-07-28 request's client declares roots. */
 function declaresRoots(ctx: ServerContext): boolean {
-  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  const declared = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
-  return declared?.roots !== undefined;
+  return declaredCapabilities(ctx)?.roots !== undefined;
 }
 
 function isRootsAnswer(value: unknown): value is Result {

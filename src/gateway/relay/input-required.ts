@@ -150,6 +150,12 @@ export function isRoundSignal(error: unknown): boolean {
   return error instanceof ProtocolError && error.code === ProtocolErrorCode.MissingRequiredClientCapability;
 }
 
+/** What a 2026-07-28 request's `_meta` says its client can do. */
+export function declaredCapabilities(ctx: ServerContext): ClientCapabilities | undefined {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  return envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
+}
+
 /** What the declared client capabilities lack for one embedded request (an `elicitation: {}` means form mode). */
 function lacking(
   request: EmbeddedRequest,
@@ -432,8 +438,7 @@ export class InputRounds {
   }
 
   async #park(call: ParkedCall, ctx: ServerContext): Promise<Result> {
-    const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-    const declared = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
+    const declared = declaredCapabilities(ctx);
     const inputRequests: Record<string, EmbeddedRequest> = {};
     for (const [key, { request }] of call.waiting) {
       const missing = lacking(request, declared);

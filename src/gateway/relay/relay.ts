@@ -119,13 +119,14 @@ interface CacheHints {
  * the conservative defaults (nothing cached, private).
  */
 function gatheredHints(pages: readonly CacheHints[]): CacheHints {
-  // The SDK's own defaults, which it fills for the core lists but not for an extension's (skills/list).
-  if (pages.length === 0 || pages.some((page) => typeof page.ttlMs !== 'number'))
-    return { ttlMs: 0, cacheScope: 'private' };
+  if (pages.length === 0 || pages.some((page) => typeof page.ttlMs !== 'number')) return UNCACHED;
   const ttlMs = Math.min(...pages.map((page) => page.ttlMs as number));
   const cacheScope = pages.every((page) => page.cacheScope === 'public') ? 'public' : 'private';
   return { ttlMs, cacheScope };
 }
+
+/** The SDK's own defaults (nothing cached, private), which it fills for the core lists but not for the skills extension's results. */
+const UNCACHED: CacheHints = { ttlMs: 0, cacheScope: 'private' };
 
 /** The methods whose items are named by a URI, and the member each item's URI is under. */
 const URI_LISTS = {
@@ -704,7 +705,7 @@ export class Relay {
         if (!resolved) throw notFound(`Unknown resource: ${String(params?.uri)}`);
         // Skills results carry caching hints on every revision; an upstream of the older one gives none.
         const result = {
-          ...gatheredHints([]),
+          ...UNCACHED,
           ...(await this.#forward(resolved.upstream, method, { ...params, uri: resolved.uri }, ctx)),
         };
         if (method === SKILLS_GET)
