@@ -25,7 +25,6 @@ import {
   verifyConsistency,
   verifyInclusion,
 } from '../src/ledger/log/proofs.ts';
-import { TreeStore } from '../src/ledger/log/tree.ts';
 import { MIGRATIONS } from '../src/ledger/migrations.ts';
 import { buildCallRecord, computeRecordDigest, DEFAULT_CONTROLS } from '../src/provenance/index.ts';
 import type { ProvRecord } from '../src/provenance/record.ts';
@@ -109,13 +108,21 @@ try {
   );
 
   // A large log, leaves of the size of a small entry.
-  const db = new DatabaseSync(join(dir, 'large.sqlite'));
-  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;');
-  db.exec(MIGRATIONS.join(';\n'));
-  const tree = new TreeStore(db);
+  // Rows carry only what the tree reads (leaf and nodes), written as the store writes them.
+  const large = Ledger.open(join(dir, 'large.sqlite'));
+  const db = large.database();
+  const tree = large.log();
+  const insert = db.prepare(
+    `INSERT INTO records (seq, run_id, tool, record_digest, created_at, leaf, nodes)
+     VALUES (?, 'run', 'tool', ?, 'now', ?, ?)`,
+  );
   let start = performance.now();
   db.exec('BEGIN');
-  for (let i = 0; i < LARGE; i++) tree.append(i + 1, Buffer.from(`{"i":${i},"pad":"${'x'.repeat(64)}"}`));
+  for (let i = 0; i < LARGE; i++) {
+    const leaf = Buffer.from(`{"i":${i},"pad":"${'x'.repeat(64)}"}`);
+    const { index, nodes } = tree.next(leaf);
+    insert.run(index + 1, String(index), leaf, nodes);
+  }
   db.exec('COMMIT');
   const setup = (performance.now() - start) / 1000;
   console.log(
@@ -143,7 +150,7 @@ try {
     if (!verifyConsistency(old, n, proof, oldRoot, newRoot)) throw new Error('consistency proof failed');
     consistency.push(performance.now() - start);
   }
-  db.close();
+  large.close();
   const ms = (values: number[]) =>
     `median ${median(values).toFixed(3)} ms, p99 ${percentile(values, 0.99).toFixed(3)} ms`;
   console.log(

@@ -1,8 +1,9 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { parseJsonLossless } from '../canonical/index.ts';
 import type { ProvRecord } from '../provenance/record.ts';
+import { leafHash } from './log/hashing.ts';
 import { leafBytes } from './log/leaf.ts';
-import { TreeStore } from './log/tree.ts';
+import { completedNodes } from './log/tree.ts';
 import type { StoredRow } from './store.ts';
 
 /**
@@ -47,33 +48,56 @@ export const MIGRATIONS: readonly string[] = [
    ) STRICT;
    CREATE TABLE log_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
    INSERT INTO log_meta (key, value) VALUES ('ledger_id', lower(hex(randomblob(16))));`,
+  // 3: each row holds its own leaf and the subtree hashes that leaf completes (log/tree.ts), so an
+  // append is one row insert; the record is read from the leaf rather than stored a second time.
+  // The code step moves the leaves and computes the nodes; then the old tables and column go.
+  `ALTER TABLE records ADD COLUMN leaf BLOB;
+   ALTER TABLE records ADD COLUMN nodes BLOB;`,
 ];
 
 /**
  * Steps SQL cannot take, run after migration N's script in its transaction:
- * 2 builds the leaves of the rows a version-1 ledger already holds, in seq order.
+ * 2 builds the leaves of the rows a version-1 ledger holds, in seq order (the
+ * subtree hashes are left to 3, which computes them from the leaves); 3 moves
+ * each leaf into its row with the subtree hashes it completes, then drops the
+ * log's old tables and the record column (the leaf holds the record).
  */
 export const MIGRATION_CODE: Readonly<Record<number, (db: DatabaseSync) => void>> = {
   2: (db) => {
-    const tree = new TreeStore(db);
+    const insert = db.prepare('INSERT INTO log_leaves (idx, seq, leaf) VALUES (?, ?, ?)');
+    let index = 0;
     for (const row of db.prepare('SELECT * FROM records ORDER BY seq').iterate()) {
-      const r = row as unknown as StoredRow;
-      tree.append(
-        Number(r.seq),
-        leafBytes({
-          run_id: r.run_id,
-          tool: r.tool,
-          upstream: r.upstream,
-          principal: null,
-          created_at: r.created_at,
-          record_digest: r.record_digest,
-          record: parseJsonLossless(r.record).lossless as unknown as ProvRecord,
-          envelope:
-            r.envelope === null
-              ? null
-              : (parseJsonLossless(r.envelope).lossless as unknown as Record<string, unknown>),
-        }),
-      );
+      const r = row as unknown as StoredRow & { record: string };
+      const leaf = leafBytes({
+        index,
+        run_id: r.run_id,
+        tool: r.tool,
+        upstream: r.upstream,
+        principal: null,
+        created_at: r.created_at,
+        record_digest: r.record_digest,
+        record: parseJsonLossless(r.record).lossless as unknown as ProvRecord,
+        envelope:
+          r.envelope === null
+            ? null
+            : (parseJsonLossless(r.envelope).lossless as unknown as Record<string, unknown>),
+      });
+      insert.run(index, Number(r.seq), leaf);
+      index++;
     }
+  },
+  3: (db) => {
+    const update = db.prepare('UPDATE records SET leaf = ?, nodes = ? WHERE seq = ?');
+    // The left sibling a new leaf joins at each level is the last subtree completed at that level.
+    const lastAtLevel: Uint8Array[] = [];
+    for (const row of db.prepare('SELECT idx, leaf FROM log_leaves ORDER BY idx').iterate()) {
+      const { idx, leaf } = row as { idx: number; leaf: Uint8Array };
+      const index = Number(idx);
+      const nodes = completedNodes(index, leafHash(leaf), (level) => lastAtLevel[level] as Uint8Array);
+      for (let level = 0; level * 32 < nodes.length; level++)
+        lastAtLevel[level] = nodes.subarray(level * 32, level * 32 + 32);
+      update.run(leaf, nodes, index + 1);
+    }
+    db.exec('DROP TABLE log_leaves; DROP TABLE log_nodes; ALTER TABLE records DROP COLUMN record;');
   },
 };

@@ -11,7 +11,7 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { canonicalize, parseJsonLossless } from '../canonical/index.ts';
 import { isJsonObject } from '../canonical/json-value.ts';
 import { claimsEnvelopeV01 } from '../envelope/prov-v01.ts';
@@ -88,7 +88,7 @@ export interface UnreadableRow {
 /** One row as `rows` yields it. */
 export type ScannedRow = { entry: LedgerEntry } | { unreadable: UnreadableRow };
 
-/** A row of `records` as SQLite returns it. */
+/** A row of `records` as SQLite returns it (schema version 3). */
 export interface StoredRow {
   seq: number;
   run_id: string;
@@ -96,15 +96,18 @@ export interface StoredRow {
   upstream: string | null;
   record_digest: string;
   created_at: string;
-  record: string;
   envelope: string | null;
+  /** The log leaf (log/leaf.ts), which holds the record; null only in a damaged file. */
+  leaf: Uint8Array | null;
+  /** The subtree hashes the leaf completes (log/tree.ts). */
+  nodes: Uint8Array | null;
 }
 
 const SQLITE_CORRUPT = 11;
 const SQLITE_NOTADB = 26;
 const DIGEST_KEY = /^(?:sha256:)?([0-9a-f]{64})$/;
 
-/** The columns of `records` since schema version 1 (later versions may add, never drop). */
+/** The columns `records` has at every schema version (version 3 moved `record` into the leaf). */
 const RECORD_COLUMNS = [
   'seq',
   'run_id',
@@ -112,7 +115,6 @@ const RECORD_COLUMNS = [
   'upstream',
   'record_digest',
   'created_at',
-  'record',
   'envelope',
 ] as const;
 
@@ -209,6 +211,7 @@ export class Ledger {
   private readonly db: DatabaseSync;
   private readonly now: () => Date;
   private tree: TreeStore | undefined;
+  private readonly statements = new Map<string, StatementSync>();
 
   private constructor(path: string, db: DatabaseSync, now: () => Date, readOnly: boolean) {
     this.path = path;
@@ -305,28 +308,64 @@ export class Ledger {
     const recordText = canonicalize(provRecord);
     const envelopeText = envelope === undefined ? null : canonicalize(envelope);
     return this.run(() => {
-      // The row and its log leaf are one transaction: neither is ever stored without the other.
-      this.db.exec('BEGIN IMMEDIATE');
+      // The row and its log leaf are one row, in one transaction.
+      this.statement('BEGIN IMMEDIATE').run();
       let committed = false;
       try {
-        const result = this.insertRow(
-          provRecord,
-          envelope,
-          digest,
-          createdAt,
+        const log = this.log();
+        const index = log.size();
+        const entry: LedgerEntry = {
+          seq: index + 1,
+          run_id: provRecord.run_id,
           tool,
           upstream,
-          meta,
-          recordText,
-          envelopeText,
+          record_digest: digest,
+          created_at: createdAt,
+          record: provRecord,
+          envelope: envelope ?? null,
+        };
+        const leaf = leafBytes(
+          { ...entry, index, principal: meta.principal ?? null },
+          { record: recordText, envelope: envelopeText },
         );
-        this.db.exec('COMMIT');
+        const next = log.next(leaf);
+        const { changes } = this.statement(
+          `INSERT INTO records (seq, run_id, tool, upstream, record_digest, created_at, envelope, leaf, nodes)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_digest) DO NOTHING`,
+        ).run(
+          entry.seq,
+          provRecord.run_id,
+          tool,
+          upstream,
+          digest,
+          createdAt,
+          envelopeText,
+          leaf,
+          next.nodes,
+        );
+        if (Number(changes) === 0) {
+          // Already stored: report the row as it was first stored.
+          const row = this.statement('SELECT * FROM records WHERE record_digest = ?').get(digest);
+          return { entry: this.toEntry(row as unknown as StoredRow), inserted: false };
+        }
+        this.statement('COMMIT').run();
         committed = true;
-        return result;
+        // The stored texts are the canonical form of these values, so the entry needs no re-read.
+        return { entry, inserted: true };
       } finally {
         if (!committed && this.db.isTransaction) this.db.exec('ROLLBACK');
       }
     });
+  }
+
+  /** A prepared statement, prepared once per connection (an append is a handful of them). */
+  private statement(sql: string): StatementSync {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
   }
 
   /** The transparency log over this ledger's rows (src/ledger/log/). */
@@ -338,57 +377,6 @@ export class Ledger {
   /** The underlying database, for the log's modules (checkpoints, verification). */
   database(): DatabaseSync {
     return this.db;
-  }
-
-  private insertRow(
-    provRecord: ProvRecord,
-    envelope: Record<string, unknown> | undefined,
-    digest: string,
-    createdAt: string,
-    tool: string,
-    upstream: string | null,
-    meta: InsertMeta,
-    recordText: string,
-    envelopeText: string | null,
-  ): InsertResult {
-    {
-      const inserted = this.db
-        .prepare(
-          `INSERT INTO records (run_id, tool, upstream, record_digest, created_at, record, envelope)
-           VALUES (?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (record_digest) DO NOTHING
-           RETURNING seq`,
-        )
-        .get(provRecord.run_id, tool, upstream, digest, createdAt, recordText, envelopeText) as
-        | { seq: number }
-        | undefined;
-      if (inserted === undefined) {
-        // Already stored: report the row as it was first stored.
-        const row = this.db
-          .prepare('SELECT * FROM records WHERE record_digest = ?')
-          .get(digest) as unknown as StoredRow;
-        return { entry: this.toEntry(row), inserted: false };
-      }
-      // The stored text is the canonical form of these values, so the entry needs no re-read.
-      const entry: LedgerEntry = {
-        seq: Number(inserted.seq),
-        run_id: provRecord.run_id,
-        tool,
-        upstream,
-        record_digest: digest,
-        created_at: createdAt,
-        record: provRecord,
-        envelope: envelope ?? null,
-      };
-      this.log().append(
-        entry.seq,
-        leafBytes(
-          { ...entry, principal: meta.principal ?? null },
-          { record: recordText, envelope: envelopeText },
-        ),
-      );
-      return { entry, inserted: true };
-    }
   }
 
   /** Entries newest first, optionally only one tool's or one upstream's. */
@@ -493,8 +481,11 @@ export class Ledger {
     let record: ProvRecord;
     let envelope: Record<string, unknown> | null;
     try {
+      if (row.leaf === null) throw new Error('its log leaf, which holds the record, is gone');
       // Numbers as stored: the record's digests bind an integer beyond 2^53 by its digits.
-      record = parseJsonLossless(row.record).lossless as unknown as ProvRecord;
+      const leaf = parseJsonLossless(Buffer.from(row.leaf).toString('utf8')).lossless as { record?: unknown };
+      if (!isJsonObject(leaf.record)) throw new Error('its log leaf holds no record');
+      record = leaf.record as unknown as ProvRecord;
       envelope =
         row.envelope === null ? null : (parseJsonLossless(row.envelope).lossless as Record<string, unknown>);
     } catch (error) {

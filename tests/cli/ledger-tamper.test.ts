@@ -12,6 +12,7 @@ import { parseJsonLossless } from '../../src/canonical/index.ts';
 import { Ledger, writeCheckpoint } from '../../src/ledger/index.ts';
 import { leafBytes } from '../../src/ledger/log/leaf.ts';
 import { TreeStore } from '../../src/ledger/log/tree.ts';
+import type { StoredRow } from '../../src/ledger/store.ts';
 import { signRecord } from '../../src/provenance/index.ts';
 import type { ProvRecord } from '../../src/provenance/record.ts';
 import { runBin, runCli } from '../helpers/cli.ts';
@@ -72,7 +73,7 @@ describe('ledger verify catches tampering', () => {
     const result = await verify(dir);
     expect(result.code).toBe(1);
     expect(result.stdout).toContain(
-      `TAMPERED leaf 2 (seq 3): row seq 3 (run ${run(3)}) was deleted from records`,
+      'TAMPERED leaf 2 (seq 3): row seq 3 was deleted from records, its leaf with it',
     );
     expect(result.stdout.trimEnd().split('\n').at(-1)).toBe(
       'LEDGER TAMPERED: 1 problem in the transparency log (TAMPERED lines above)',
@@ -84,7 +85,7 @@ describe('ledger verify catches tampering', () => {
     // "created_at":"2026-…" becomes "created_at":"2027-…" in leaf 1's bytes only.
     sql(
       db,
-      `UPDATE log_leaves SET leaf = CAST(replace(CAST(leaf AS TEXT), '"created_at":"20', '"created_at":"30') AS BLOB) WHERE idx = 1`,
+      `UPDATE records SET leaf = CAST(replace(CAST(leaf AS TEXT), '"created_at":"20', '"created_at":"30') AS BLOB) WHERE seq = 2`,
     );
     const result = await verify(dir);
     expect(result.code).toBe(1);
@@ -134,12 +135,9 @@ describe('ledger verify catches tampering', () => {
     );
   });
 
-  it('the tail truncated, log included', async () => {
+  it('the tail truncated, leaves with it', async () => {
     const { dir, db } = ledger();
-    sql(
-      db,
-      'DELETE FROM records WHERE seq > 3; DELETE FROM log_leaves WHERE idx >= 3; DELETE FROM log_nodes WHERE pos >= 4',
-    );
+    sql(db, 'DELETE FROM records WHERE seq > 3');
     const result = await verify(dir);
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(
@@ -154,7 +152,7 @@ describe('ledger verify catches tampering', () => {
 
   it('every row and leaf wiped', async () => {
     const { dir, db } = ledger();
-    sql(db, 'DELETE FROM records; DELETE FROM log_leaves; DELETE FROM log_nodes');
+    sql(db, 'DELETE FROM records');
     const result = await verify(dir);
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(
@@ -183,25 +181,42 @@ describe('ledger verify catches tampering', () => {
   it('history rewritten, log rebuilt and checkpoint re-signed with another key', async () => {
     const { dir, db } = ledger();
     const handle = new DatabaseSync(db);
-    handle.exec(
-      "UPDATE records SET upstream = 'elsewhere' WHERE seq = 2; DELETE FROM log_leaves; DELETE FROM log_nodes; DELETE FROM log_checkpoints",
-    );
+    const rows = handle.prepare('SELECT * FROM records ORDER BY seq').all() as unknown as StoredRow[];
+    handle.exec('DELETE FROM records; DELETE FROM log_checkpoints');
+    // Every row written again, one upstream changed, each with a leaf and nodes as the store writes them.
     const tree = new TreeStore(handle);
-    for (const row of handle.prepare('SELECT * FROM records ORDER BY seq').all() as Array<
-      Record<string, string | number | null>
-    >) {
-      tree.append(
-        Number(row.seq),
-        leafBytes({
-          run_id: row.run_id as string,
-          tool: row.tool as string,
-          upstream: row.upstream as string | null,
-          principal: null,
-          created_at: row.created_at as string,
-          record_digest: row.record_digest as string,
-          record: parseJsonLossless(row.record as string).lossless as unknown as ProvRecord,
-          envelope: null,
-        }),
+    const insert = handle.prepare(
+      `INSERT INTO records (seq, run_id, tool, upstream, record_digest, created_at, envelope, leaf, nodes)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    for (const row of rows) {
+      const upstream = row.seq === 2 ? 'elsewhere' : row.upstream;
+      const logged = parseJsonLossless(Buffer.from(row.leaf as Uint8Array).toString('utf8'))
+        .lossless as unknown as {
+        record: ProvRecord;
+      };
+      const leaf = leafBytes({
+        index: row.seq - 1,
+        run_id: row.run_id,
+        tool: row.tool,
+        upstream,
+        principal: null,
+        created_at: row.created_at,
+        record_digest: row.record_digest,
+        record: logged.record,
+        envelope: null,
+      });
+      const { nodes } = tree.next(leaf);
+      insert.run(
+        row.seq,
+        row.run_id,
+        row.tool,
+        upstream,
+        row.record_digest,
+        row.created_at,
+        null,
+        leaf,
+        nodes,
       );
     }
     handle.close();

@@ -94,7 +94,7 @@ describe('mcp-envelope ledger', () => {
     const raw = new DatabaseSync(join(dir, 'l.sqlite'));
     raw
       .prepare(
-        'UPDATE records SET record = replace(record, \'"name":"stats"\', \'"name":"other"\') WHERE run_id = ?',
+        'UPDATE records SET leaf = CAST(replace(CAST(leaf AS TEXT), \'"name":"stats"\', \'"name":"other"\') AS BLOB) WHERE run_id = ?',
       )
       .run(runB);
     raw.close();
@@ -232,8 +232,8 @@ describe('mcp-envelope ledger reads without writing', () => {
       expect((await cli(dir, 'ledger', 'add', `r${index}.json`, '--db', db)).code).toBe(0);
     }
     const raw = new DatabaseSync(join(dir, db));
-    raw.prepare('UPDATE records SET record = \'{"truncated":\' WHERE run_id = ?').run(runB);
-    raw.prepare("UPDATE records SET record = '[1,2,3]' WHERE run_id = ?").run(runs[2] as string);
+    raw.prepare('UPDATE records SET leaf = CAST(\'{"truncated":\' AS BLOB) WHERE run_id = ?').run(runB);
+    raw.prepare("UPDATE records SET leaf = CAST('[1,2,3]' AS BLOB) WHERE run_id = ?").run(runs[2] as string);
     const digests = raw.prepare('SELECT seq, record_digest FROM records ORDER BY seq').all() as Array<{
       seq: number;
       record_digest: string;

@@ -7,9 +7,13 @@
 import { canonicalize, digestBytes } from '../../canonical/index.ts';
 import type { ProvRecord } from '../../provenance/record.ts';
 
-export const LEAF_TYPE = 'mcp-envelope.ledger.leaf.v1';
+export const LEAF_TYPE = 'mcp-envelope.ledger.leaf.v2';
+/** Leaves written before `index` was a member: kept as they were hashed in ledgers from schema version 2. */
+export const LEAF_TYPE_V1 = 'mcp-envelope.ledger.leaf.v1';
 
 export interface LeafFields {
+  /** The leaf's place in the log (from 0): a row moved to another place no longer matches its leaf. */
+  index: number;
   run_id: string;
   tool: string;
   upstream: string | null;
@@ -39,6 +43,7 @@ export function leafObject(fields: LeafFields): Record<string, unknown> {
 function leafMembers(fields: LeafFields, envelopeText: string | null): Record<string, unknown> {
   return {
     type: LEAF_TYPE,
+    index: fields.index,
     run_id: fields.run_id,
     tool: fields.tool,
     upstream: fields.upstream,

@@ -68,8 +68,8 @@ export function proveInclusion(
 ): InclusionProofFile {
   const log = ledger.log();
   const index = log.indexOf(entry.seq);
-  const leaf = index === undefined ? undefined : log.leaf(index);
-  if (index === undefined || leaf === undefined) {
+  const leaf = log.leaf(index);
+  if (leaf === undefined) {
     throw tampered(`Row seq ${entry.seq} (run ${entry.run_id}) is not in the log`, { seq: entry.seq });
   }
   if (index >= checkpoint.size) {
@@ -88,7 +88,9 @@ export function proveInclusion(
   }
   const path = inclusionProof(log, index, checkpoint.size);
   if (!verifyInclusion(leafHash(leaf.leaf), index, checkpoint.size, path, checkpoint.root)) {
-    throw tampered(`The stored subtree hashes do not prove leaf ${index}: log_nodes was changed`, { index });
+    throw tampered(`The stored subtree hashes do not prove leaf ${index}: the stored nodes were changed`, {
+      index,
+    });
   }
   return {
     type: INCLUSION_PROOF_TYPE,

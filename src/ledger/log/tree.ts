@@ -1,29 +1,45 @@
 /**
- * The log's storage in the ledger file: `log_leaves(idx, seq, leaf)` holds
- * each entry's leaf bytes in log order, `log_nodes(pos, hash)` the hash of
- * every perfect subtree as it completes (leaf hashes included), numbered in
- * post-order: appending leaf j first stores its hash at 2j - popcount(j), then
- * the l-th subtree it completes at the next positions, so node (level l,
- * index k), completed by leaf j = (k + 1) * 2^l - 1, is at 2j - popcount(j) + l.
- * Both tables grow only at their end, so an append writes to the last page of
- * each: the leaf, its hash and the subtrees it completes (one on average,
- * log2 n at most), reading one left sibling per completed level; a root or a
- * proof reads O(log n) nodes. Callers append inside the transaction that
- * stores the row the leaf stands for.
+ * The log's storage in the ledger file: leaf i (from 0) is the row with
+ * seq = i + 1 of `records`, whose `leaf` column holds the leaf's exact bytes
+ * and whose `nodes` column the hashes of the perfect subtrees that leaf
+ * completes, lowest first: its own leaf hash (level 0), then, while the index
+ * below is odd, the node joining the subtree to its left. Node (level l,
+ * index k), covering leaves k·2^l … (k+1)·2^l − 1, is completed by leaf
+ * j = (k+1)·2^l − 1 and is bytes [32·l, 32·l + 32) of row j + 1's `nodes`.
+ *
+ * So an append is one row insert (the same page writes as a ledger without a
+ * log) after reading one stored sibling per completed level; a root, or any
+ * subtree hash a proof needs, reads O(log n) rows by primary key. Callers
+ * compute the next leaf's nodes (`next`) and store them with its row in one
+ * transaction.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { leafHash, nodeHash, type PerfectNodes, treeRoot } from './hashing.ts';
+import { HASH_SIZE, leafHash, nodeHash, type PerfectNodes, treeRoot } from './hashing.ts';
 
-function popcount(n: number): number {
-  let count = 0;
-  for (let rest = n; rest > 0; rest = Math.floor(rest / 2)) count += rest % 2;
-  return count;
+/** What the next leaf's row stores besides the leaf: where it goes and the subtree hashes it completes. */
+export interface NextLeaf {
+  /** Its leaf index; its row is seq = index + 1. */
+  index: number;
+  nodes: Buffer;
 }
 
-/** Where node (level, index) is in log_nodes. */
-export function nodePosition(level: number, index: number): number {
-  const last = (index + 1) * 2 ** level - 1;
-  return 2 * last - popcount(last) + level;
+/** Hashes of the perfect subtrees completed by the leaf at `index` whose hash is `hash`. */
+export function completedNodes(
+  index: number,
+  hash: Uint8Array,
+  sibling: (level: number, at: number) => Uint8Array,
+): Buffer {
+  const hashes: Uint8Array[] = [hash];
+  let level = 0;
+  let at = index;
+  let current = hash;
+  while (at % 2 === 1) {
+    current = nodeHash(sibling(level, at - 1), current);
+    hashes.push(current);
+    level++;
+    at = (at - 1) / 2;
+  }
+  return Buffer.concat(hashes);
 }
 
 export class TreeStore implements PerfectNodes {
@@ -43,69 +59,54 @@ export class TreeStore implements PerfectNodes {
     return statement;
   }
 
-  /** The number of leaves. */
+  /** The number of leaves: the last row's seq (rows are never deleted, so seq runs 1…n). */
   size(): number {
-    const row = this.statement('SELECT max(idx) AS last FROM log_leaves').get() as { last: number | null };
-    return row.last === null ? 0 : Number(row.last) + 1;
+    const row = this.statement('SELECT max(seq) AS last FROM records').get() as { last: number | null };
+    return row.last === null ? 0 : Number(row.last);
   }
 
-  /** Appends one leaf (for the row `seq`); returns its index. */
-  append(seq: number, leaf: Uint8Array): number {
+  /** Where the next leaf goes and the subtree hashes its row stores with it. */
+  next(leaf: Uint8Array): NextLeaf {
     const index = this.size();
-    this.statement('INSERT INTO log_leaves (idx, seq, leaf) VALUES (?, ?, ?)').run(index, seq, leaf);
-    const insertNode = this.statement('INSERT INTO log_nodes (pos, hash) VALUES (?, ?)');
-    let pos = nodePosition(0, index);
-    let hash: Uint8Array = leafHash(leaf);
-    insertNode.run(pos, hash);
-    let level = 0;
-    let at = index;
-    while (at % 2 === 1) {
-      hash = nodeHash(this.node(level, at - 1), hash);
-      level++;
-      at = (at - 1) / 2;
-      pos++;
-      insertNode.run(pos, hash);
-    }
-    return index;
+    return { index, nodes: completedNodes(index, leafHash(leaf), (level, at) => this.node(level, at)) };
   }
 
   node(level: number, index: number): Uint8Array {
-    const row = this.statement('SELECT hash FROM log_nodes WHERE pos = ?').get(nodePosition(level, index)) as
-      | { hash: Uint8Array }
+    const completedBy = (index + 1) * 2 ** level - 1;
+    const row = this.statement('SELECT nodes FROM records WHERE seq = ?').get(completedBy + 1) as
+      | { nodes: Uint8Array | null }
       | undefined;
-    if (row === undefined) throw new RangeError(`log node (level ${level}, index ${index}) is missing`);
-    return row.hash;
+    const start = level * HASH_SIZE;
+    if (row?.nodes == null || row.nodes.length < start + HASH_SIZE) {
+      throw new RangeError(`log node (level ${level}, index ${index}) is missing`);
+    }
+    return row.nodes.subarray(start, start + HASH_SIZE);
   }
 
   root(size: number = this.size()): Uint8Array {
     return treeRoot(this, size);
   }
 
-  /** The leaf at `index`, with the row it stands for. */
+  /** The leaf at `index`, from the row it is stored in. */
   leaf(index: number): { seq: number; leaf: Uint8Array } | undefined {
-    const row = this.statement('SELECT seq, leaf FROM log_leaves WHERE idx = ?').get(index) as
-      | { seq: number; leaf: Uint8Array }
+    const row = this.statement('SELECT leaf FROM records WHERE seq = ?').get(index + 1) as
+      | { leaf: Uint8Array | null }
       | undefined;
-    return row === undefined ? undefined : { seq: Number(row.seq), leaf: row.leaf };
+    return row?.leaf == null ? undefined : { seq: index + 1, leaf: row.leaf };
   }
 
   /** The leaf index of row `seq`. */
-  indexOf(seq: number): number | undefined {
-    // Rows are never deleted, so leaf idx is seq - 1; a ledger where that fails is searched.
-    const likely = this.statement('SELECT idx FROM log_leaves WHERE idx = ? AND seq = ?').get(seq - 1, seq) as
-      | { idx: number }
-      | undefined;
-    const row =
-      likely ??
-      (this.statement('SELECT idx FROM log_leaves WHERE seq = ?').get(seq) as { idx: number } | undefined);
-    return row === undefined ? undefined : Number(row.idx);
+  indexOf(seq: number): number {
+    return seq - 1;
   }
 
-  /** Every leaf in log order. */
+  /** Every stored leaf in log order (a row without one is skipped: the audit names the gap). */
   *leaves(): Generator<{ index: number; seq: number; leaf: Uint8Array }> {
-    for (const row of this.db.prepare('SELECT idx, seq, leaf FROM log_leaves ORDER BY idx').iterate()) {
-      const { idx, seq, leaf } = row as { idx: number; seq: number; leaf: Uint8Array };
-      yield { index: Number(idx), seq: Number(seq), leaf };
+    for (const row of this.db
+      .prepare('SELECT seq, leaf FROM records WHERE leaf IS NOT NULL ORDER BY seq')
+      .iterate()) {
+      const { seq, leaf } = row as { seq: number; leaf: Uint8Array };
+      yield { index: Number(seq) - 1, seq: Number(seq), leaf };
     }
   }
 }

@@ -151,7 +151,7 @@ describe('verifyLedger', () => {
     const raw = new DatabaseSync(file);
     raw
       .prepare(
-        'UPDATE records SET record = replace(record, \'"version":"1.0.0"\', \'"version":"6.6.6"\') WHERE run_id = ?',
+        'UPDATE records SET leaf = CAST(replace(CAST(leaf AS TEXT), \'"version":"1.0.0"\', \'"version":"6.6.6"\') AS BLOB) WHERE run_id = ?',
       )
       .run(runB);
     raw.close();
@@ -246,7 +246,9 @@ describe('verifyLedger with malformed rows', () => {
     writer.close();
     const raw = new DatabaseSync(file);
     raw.prepare("UPDATE records SET envelope = 'not json' WHERE run_id = ?").run(runA);
-    raw.prepare('UPDATE records SET record = \'"a string"\', envelope = NULL WHERE run_id = ?').run(runB);
+    raw
+      .prepare('UPDATE records SET leaf = CAST(\'"a string"\' AS BLOB), envelope = NULL WHERE run_id = ?')
+      .run(runB);
     raw.close();
     ledger = Ledger.open(file, { readOnly: true });
     const report = await verifyLedger(ledger);
@@ -267,7 +269,7 @@ describe('verifyLedger with malformed rows', () => {
       record_digest: { status: 'not_checked' },
       signature: { status: 'not_checked' },
     });
-    // Listing still names the bad row instead of a bare failure.
-    expect(failure(() => ledger?.list()).message).toContain(`row 1 (run ${runA}`);
+    // Listing (newest first) still names the first bad row it meets instead of a bare failure.
+    expect(failure(() => ledger?.list()).message).toContain(`row 2 (run ${runB}`);
   });
 });
