@@ -735,6 +735,14 @@ const TABLE = {
     source: 'engine',
     message: 'Not a valid provenance record',
   },
+  BUNDLE_INVALID: {
+    httpStatus: 422,
+    jsonRpcCode: J.invalidParams,
+    retriable: false,
+    kind: 'check',
+    source: 'engine',
+    message: 'Result bundle is malformed or its parts do not fit together',
+  },
   LEDGER_TAMPERED: {
     httpStatus: 409,
     jsonRpcCode: J.invalidParams,

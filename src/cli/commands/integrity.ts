@@ -4,6 +4,8 @@ import { join, resolve } from 'node:path';
 import { parseJsonBytes } from '../../canonical/json-text.ts';
 import { isJsonObject } from '../../canonical/json-value.ts';
 import { EnvelopeError } from '../../errors/index.ts';
+import { type BundleReport, verifyBundle } from '../../ledger/bundle.ts';
+import { parseCheckpoint } from '../../ledger/log/checkpoint.ts';
 import { DSSE_RECORD_PAYLOAD_TYPE, IN_TOTO_PAYLOAD_TYPE } from '../../provenance/dsse.ts';
 import {
   generateSigningKeyPair,
@@ -57,6 +59,24 @@ export const registerKeygen: Registrar = (program, invocation) => {
       }),
     );
 };
+
+/** A bundle's checks, one line each, and a closing verdict; exit 1 when any failed. */
+function bundleResult(report: BundleReport) {
+  const lines = report.checks.map(
+    (check) =>
+      `${check.status.toUpperCase().padEnd(4)} ${check.check}: ${check.message}${check.code ? ` [${check.code}]` : ''}`,
+  );
+  const failed = report.checks.filter((check) => check.status === 'fail').length;
+  const skipped = report.checks.filter((check) => check.status === 'skip').map((check) => check.check);
+  lines.push(
+    failed > 0
+      ? `BUNDLE FAILED: ${failed} check${failed === 1 ? '' : 's'} failed (FAIL lines above)`
+      : !report.authenticated
+        ? 'BUNDLE CONSISTENT, NOT AUTHENTICATED: no public key given, so no signature was checked (--public-key)'
+        : `BUNDLE VERIFIED: run ${report.run_id}${skipped.length > 0 ? `; not checked: ${skipped.join(', ')}` : ''}`,
+  );
+  return { exitCode: failed > 0 ? EXIT.checkFailed : EXIT.ok, human: lines.join('\n'), json: report };
+}
 
 async function readKey(path: string, io: Parameters<typeof readInputBytes>[1]): Promise<Buffer> {
   return readInputBytes(path, io);
@@ -184,6 +204,14 @@ export const registerVerify: Registrar = (program, invocation) => {
       '--dsse',
       "FILE is a DSSE envelope (from sign --dsse or --in-toto): check its signatures over the payload's exact bytes, then the record or statement it carries",
     )
+    .option(
+      '--bundle',
+      'FILE is a result bundle (from ledger bundle): check the record, the envelope and artifact digests against the log leaf, the DSSE envelope, the inclusion proof and the checkpoint, with no ledger and no network',
+    )
+    .option(
+      '--checkpoint <file>',
+      "with --bundle: a checkpoint you saw earlier; the bundle's checkpoint must extend it (consistency)",
+    )
     .action(
       runs(
         invocation,
@@ -196,8 +224,33 @@ export const registerVerify: Registrar = (program, invocation) => {
             records?: string[];
             strict?: boolean;
             dsse?: boolean;
+            bundle?: boolean;
+            checkpoint?: string;
           },
         ) => {
+          if (options.checkpoint !== undefined && !options.bundle) {
+            throw new EnvelopeError('USAGE_ERROR', '--checkpoint goes with --bundle');
+          }
+          if (options.bundle) {
+            if (options.dsse || options.records !== undefined || options.strict) {
+              throw new EnvelopeError(
+                'USAGE_ERROR',
+                '--bundle takes --public-key, --checkpoint and --artifacts only',
+              );
+            }
+            const keys: KeyObject[] = [];
+            for (const path of options.publicKey ?? []) keys.push(loadPublicKey(await readKey(path, io)));
+            const checkpoint =
+              options.checkpoint === undefined
+                ? undefined
+                : parseCheckpoint((await readInputBytes(options.checkpoint, io)).toString('utf8'));
+            const report = await verifyBundle(await readJsonInputExact(file, io), {
+              publicKeys: keys,
+              ...(checkpoint ? { checkpoint } : {}),
+              ...(options.artifacts ? { artifactsDir: resolve(io.cwd, options.artifacts) } : {}),
+            });
+            return bundleResult(report);
+          }
           if (options.dsse) {
             if (options.artifacts !== undefined || options.records !== undefined || options.strict) {
               throw new EnvelopeError('USAGE_ERROR', '--dsse takes --public-key only');

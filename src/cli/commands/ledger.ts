@@ -1,7 +1,9 @@
+import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../../gateway/operations/config.ts';
+import { BUNDLE_CONSISTENCY_PROOFS, buildBundle } from '../../ledger/bundle.ts';
 import {
   auditLog,
   type Checkpoint,
@@ -185,7 +187,25 @@ Without records signed by the gateway (its \`signing\` setting) and
 --public-key, a row rewritten consistently before its leaf was logged cannot
 be told apart. The file is opened read-only and never changed.`;
 
-async function readCheckpoint(file: string, io: CliIo): Promise<Checkpoint> {
+/** The one entry a run id or digest names (USAGE_ERROR when a run id names several). */
+function onlyEntry(store: Ledger, key: string): LedgerEntry {
+  const entries = store.show(key);
+  if (entries.length > 1) {
+    throw new EnvelopeError(
+      'USAGE_ERROR',
+      `${entries.length} records have run id ${key}: name one by its record digest (${entries.map((entry) => `sha256:${entry.record_digest}`).join(', ')})`,
+      { key },
+    );
+  }
+  return entries[0] as LedgerEntry;
+}
+
+/** Collects a repeatable option's values (commander keeps only the last otherwise). */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+export async function readCheckpoint(file: string, io: CliIo): Promise<Checkpoint> {
   return parseCheckpoint((await readInputBytes(file, io)).toString('utf8'));
 }
 
@@ -367,19 +387,58 @@ function registerProve(ledger: Command, invocation: Invocation): void {
       runs(invocation, async ({ io }, key: string, options: DbOption & { checkpoint?: string }) => {
         const given =
           options.checkpoint === undefined ? undefined : await readCheckpoint(options.checkpoint, io);
-        const proof = await withLedger(io, options.db, 'read', (store) => {
-          const entries = store.show(key);
-          if (entries.length > 1) {
-            throw new EnvelopeError(
-              'USAGE_ERROR',
-              `${entries.length} records have run id ${key}: name one by its record digest (${entries.map((entry) => `sha256:${entry.record_digest}`).join(', ')})`,
-              { key },
-            );
-          }
-          return proveInclusion(store, entries[0] as LedgerEntry, given ?? latestCheckpoint(store));
-        });
+        const proof = await withLedger(io, options.db, 'read', (store) =>
+          proveInclusion(store, onlyEntry(store, key), given ?? latestCheckpoint(store)),
+        );
         return { exitCode: EXIT.ok, raw: `${JSON.stringify(proof, null, 2)}\n`, json: proof };
       }),
+    );
+}
+
+function registerBundle(ledger: Command, invocation: Invocation): void {
+  ledger
+    .command('bundle')
+    .description(
+      "print one result's offline bundle (JSON): its envelope, record, artifact digests, a DSSE envelope over the record, the inclusion proof and checkpoint, and consistency proofs from older checkpoints; check it with verify --bundle",
+    )
+    .argument('<key>', 'run id, or record digest (hex or sha256:hex)')
+    .option('--db <file>', DB_HELP)
+    .option('--checkpoint <file>', 'prove inclusion in this checkpoint (default: the newest the ledger kept)')
+    .option(
+      '--private-key <file>',
+      'Ed25519 private key (PKCS#8 PEM) to sign the DSSE envelope over the record with; repeatable (without one the bundle carries no DSSE envelope)',
+      collect,
+    )
+    .option(
+      '--since <file>',
+      `also prove consistency from this older checkpoint (the newest ${BUNDLE_CONSISTENCY_PROOFS} the ledger kept are always included); repeatable`,
+      collect,
+    )
+    .action(
+      runs(
+        invocation,
+        async (
+          { io },
+          key: string,
+          options: DbOption & { checkpoint?: string; privateKey?: string[]; since?: string[] },
+        ) => {
+          const checkpoint =
+            options.checkpoint === undefined ? undefined : await readCheckpoint(options.checkpoint, io);
+          const since: Checkpoint[] = [];
+          for (const file of options.since ?? []) since.push(await readCheckpoint(file, io));
+          const signers: KeyObject[] = [];
+          for (const file of options.privateKey ?? [])
+            signers.push(loadPrivateKey(await readInputBytes(file, io)));
+          const bundle = await withLedger(io, options.db, 'read', (store) =>
+            buildBundle(store, onlyEntry(store, key), {
+              ...(checkpoint ? { checkpoint } : {}),
+              signers,
+              since,
+            }),
+          );
+          return { exitCode: EXIT.ok, raw: `${JSON.stringify(bundle, null, 2)}\n`, json: bundle };
+        },
+      ),
     );
 }
 
@@ -458,12 +517,12 @@ export const registerLedger: Registrar = (program, invocation) => {
   const ledger = program
     .command('ledger')
     .description(
-      'list, show, verify and add provenance records in a ledger database; checkpoint and prove its transparency log',
+      'list, show, verify and add provenance records in a ledger database; checkpoint and prove its transparency log; bundle one result for offline verification',
     )
     .action(() => {
       throw new EnvelopeError(
         'USAGE_ERROR',
-        'ledger needs a command: list, show, verify, add, checkpoint, prove or consistency',
+        'ledger needs a command: list, show, verify, add, checkpoint, prove, consistency or bundle',
       );
     });
   registerList(ledger, invocation);
@@ -473,4 +532,5 @@ export const registerLedger: Registrar = (program, invocation) => {
   registerCheckpoint(ledger, invocation);
   registerProve(ledger, invocation);
   registerConsistency(ledger, invocation);
+  registerBundle(ledger, invocation);
 };
