@@ -76,6 +76,19 @@ export interface OpenOptions {
   now?: () => Date;
 }
 
+/** What an insert computed before touching the file. */
+interface PreparedInsert {
+  record: ProvRecord;
+  envelope: Record<string, unknown> | null;
+  digest: string;
+  createdAt: string;
+  tool: string;
+  upstream: string | null;
+  principal: string | null;
+  recordText: string;
+  envelopeText: string | null;
+}
+
 /** A stored row that could not be read as an entry: what names it, and why. */
 export interface UnreadableRow {
   seq: number;
@@ -268,6 +281,34 @@ export class Ledger {
    * envelope for verification). The same record stored twice is one row.
    */
   insert(subject: unknown, meta: InsertMeta = {}): InsertResult {
+    const prepared = this.prepare(subject, meta);
+    return this.transaction(() => this.store(prepared));
+  }
+
+  /**
+   * Stores several records in one transaction (a group commit: one write of
+   * the pages they share instead of one per record). Each item's result is
+   * its InsertResult, or the error that refused it (an invalid record refuses
+   * only itself); a storage failure fails them all.
+   */
+  insertMany(
+    items: ReadonlyArray<{ subject: unknown; meta?: InsertMeta }>,
+  ): Array<InsertResult | EnvelopeError> {
+    const prepared = items.map((item) => {
+      try {
+        return this.prepare(item.subject, item.meta ?? {});
+      } catch (error) {
+        if (error instanceof EnvelopeError) return error;
+        throw error;
+      }
+    });
+    return this.transaction(() =>
+      prepared.map((item) => (item instanceof EnvelopeError ? item : this.store(item))),
+    );
+  }
+
+  /** Everything an insert computes before it touches the file: the checks, the digest and the canonical texts. */
+  private prepare(subject: unknown, meta: InsertMeta): PreparedInsert {
     if (this.readOnly) {
       throw new EnvelopeError(
         'USAGE_ERROR',
@@ -301,61 +342,75 @@ export class Ledger {
       );
     }
     const provRecord = record as unknown as ProvRecord;
-    const digest = computeRecordDigest(provRecord).value;
-    const createdAt = this.now().toISOString();
-    const tool = meta.tool ?? provRecord.tool.name;
-    const upstream = meta.upstream ?? null;
-    const recordText = canonicalize(provRecord);
-    const envelopeText = envelope === undefined ? null : canonicalize(envelope);
+    return {
+      record: provRecord,
+      envelope: envelope ?? null,
+      digest: computeRecordDigest(provRecord).value,
+      createdAt: this.now().toISOString(),
+      tool: meta.tool ?? provRecord.tool.name,
+      upstream: meta.upstream ?? null,
+      principal: meta.principal ?? null,
+      recordText: canonicalize(provRecord),
+      envelopeText: envelope === undefined ? null : canonicalize(envelope),
+    };
+  }
+
+  /** Runs `body` in one write transaction (the write lock taken up front), committed only if it returns. */
+  private transaction<T>(body: () => T): T {
     return this.run(() => {
-      // The row and its log leaf are one row, in one transaction.
       this.statement('BEGIN IMMEDIATE').run();
       let committed = false;
       try {
-        const log = this.log();
-        const index = log.size();
-        const entry: LedgerEntry = {
-          seq: index + 1,
-          run_id: provRecord.run_id,
-          tool,
-          upstream,
-          record_digest: digest,
-          created_at: createdAt,
-          record: provRecord,
-          envelope: envelope ?? null,
-        };
-        const leaf = leafBytes(
-          { ...entry, index, principal: meta.principal ?? null },
-          { record: recordText, envelope: envelopeText },
-        );
-        const next = log.next(leaf);
-        const { changes } = this.statement(
-          `INSERT INTO records (seq, run_id, tool, upstream, record_digest, created_at, envelope, leaf, nodes)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_digest) DO NOTHING`,
-        ).run(
-          entry.seq,
-          provRecord.run_id,
-          tool,
-          upstream,
-          digest,
-          createdAt,
-          envelopeText,
-          leaf,
-          next.nodes,
-        );
-        if (Number(changes) === 0) {
-          // Already stored: report the row as it was first stored.
-          const row = this.statement('SELECT * FROM records WHERE record_digest = ?').get(digest);
-          return { entry: this.toEntry(row as unknown as StoredRow), inserted: false };
-        }
+        const result = body();
         this.statement('COMMIT').run();
         committed = true;
-        // The stored texts are the canonical form of these values, so the entry needs no re-read.
-        return { entry, inserted: true };
+        return result;
       } finally {
         if (!committed && this.db.isTransaction) this.db.exec('ROLLBACK');
       }
     });
+  }
+
+  /** Stores one prepared record, inside a transaction: the row and its log leaf are one row. */
+  private store(item: PreparedInsert): InsertResult {
+    const log = this.log();
+    const index = log.size();
+    const entry: LedgerEntry = {
+      seq: index + 1,
+      run_id: item.record.run_id,
+      tool: item.tool,
+      upstream: item.upstream,
+      record_digest: item.digest,
+      created_at: item.createdAt,
+      record: item.record,
+      envelope: item.envelope,
+    };
+    const leaf = leafBytes(
+      { ...entry, index, principal: item.principal },
+      { record: item.recordText, envelope: item.envelopeText },
+    );
+    const next = log.next(leaf);
+    const { changes } = this.statement(
+      `INSERT INTO records (seq, run_id, tool, upstream, record_digest, created_at, envelope, leaf, nodes)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_digest) DO NOTHING`,
+    ).run(
+      entry.seq,
+      entry.run_id,
+      item.tool,
+      item.upstream,
+      item.digest,
+      item.createdAt,
+      item.envelopeText,
+      leaf,
+      next.nodes,
+    );
+    if (Number(changes) === 0) {
+      // Already stored: report the row as it was first stored.
+      const row = this.statement('SELECT * FROM records WHERE record_digest = ?').get(item.digest);
+      return { entry: this.toEntry(row as unknown as StoredRow), inserted: false };
+    }
+    // The stored texts are the canonical form of these values, so the entry needs no re-read.
+    return { entry, inserted: true };
   }
 
   /** A prepared statement, prepared once per connection (an append is a handful of them). */

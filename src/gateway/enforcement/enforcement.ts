@@ -23,6 +23,7 @@ import { splitReturnMode } from '../artifacts/return-modes.ts';
 import { rateLimitedListener } from '../http/scope.ts';
 import type { CallLog, CallLogFacts, CallTransport } from '../operations/call-log.ts';
 import type { GatewayTiers, UpstreamConfig } from '../operations/config.ts';
+import { LedgerFiler } from '../operations/ledger-filer.ts';
 import { isRoundSignal } from '../relay/input-required.ts';
 import {
   type CallToolParams,
@@ -116,9 +117,14 @@ export class Enforcement {
   readonly #limiter: RateLimiter;
   /** Call-log lines to write once their answers have gone. */
   readonly #waiting = new Set<() => void>();
+  /** Records for the ledger, stored a turn of the event loop at a time. */
+  readonly #filer: LedgerFiler | undefined;
 
   constructor(options: EnforcementOptions) {
     this.#options = options;
+    this.#filer = options.ledger
+      ? new LedgerFiler(options.ledger, (error) => this.#options.onError?.(error))
+      : undefined;
     this.#limiter = new RateLimiter(options.rateLimits ?? [], options.now ? { now: options.now } : {});
     for (const config of options.upstreams) {
       // Passthrough is a mode of the same pipeline: its gates and report run there too.
@@ -243,7 +249,7 @@ export class Enforcement {
       const { forwarded, asked } = splitReturnMode(params);
       try {
         if (!target) throw new EnvelopeError('NOT_FOUND', `Unknown upstream: ${context.upstream}`);
-        return await this.#enforce(
+        const result = await this.#enforce(
           target.config,
           target.pipeline,
           forwarded,
@@ -253,6 +259,9 @@ export class Enforcement {
           report,
           asked,
         );
+        // The answer goes once its record is in the ledger.
+        await this.#filer?.settled();
+        return result;
       } catch (error) {
         // Answered with a protocol error the pipeline did not report (an unknown tool, a relayed JSON-RPC error).
         if (report && !reported) {
@@ -260,6 +269,7 @@ export class Enforcement {
           const at = answeredAt(call.signal);
           report(() => thrownSummary({ ...call, dialect }, error, at));
         }
+        await this.#filer?.settled();
         throw error;
       }
     };
@@ -336,12 +346,13 @@ export class Enforcement {
    * nothing to the call's latency. `flush()` files what is still waiting.
    */
   #file(summary: () => CallSummary, facts: CallLogFacts, principal: string): void {
-    const { callLog, ledger } = this.#options;
-    if (ledger) {
+    const { callLog } = this.#options;
+    const filer = this.#filer;
+    if (filer) {
       this.#guarded(() => {
         const { provenance, tool } = summary();
         // Who called is in the record's log leaf, where an auditor reads it.
-        if (provenance) ledger.insert(provenance.record, { tool, upstream: facts.upstream, principal });
+        if (provenance) filer.file(provenance.record, { tool, upstream: facts.upstream, principal });
       });
     }
     if (!callLog) return;
@@ -354,6 +365,7 @@ export class Enforcement {
 
   /** Files every report still waiting for its answer to go (before the log closes). */
   flush(): void {
+    this.#filer?.flush();
     for (const write of this.#waiting) write();
     this.#waiting.clear();
   }

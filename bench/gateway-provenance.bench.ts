@@ -1,0 +1,132 @@
+/**
+ * What full provenance costs a gateway: calls/s of a 1 KB echo at 16 in flight
+ * through two gateway processes over stdio, in the same envelope mode
+ * (prov-v0.1) and with the same upstream, one with every record signed, full
+ * provenance (artifacts digested, record digested) and each record filed in the
+ * ledger's transparency log, the other with provenance off and no ledger. The
+ * clients opt in to provenance on every call. Rounds take the two in turn, so a
+ * drift of the machine weighs on both alike. Target: ratio >= 0.8.
+ * Run: node bench/gateway-provenance.bench.ts
+ */
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { Ledger } from '../src/ledger/index.ts';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const GATEWAY = fileURLToPath(new URL('../bin/mcp-envelope', import.meta.url));
+const UPSTREAM = fileURLToPath(new URL('../tests/fixtures/servers/everything.ts', import.meta.url));
+const WARMUP = 1500;
+const ROUNDS = 6;
+const PER_ROUND = 1000;
+const IN_FLIGHT = 16;
+const PAYLOAD = 'x'.repeat(1024);
+
+const dir = mkdtempSync(join(tmpdir(), 'gateway-provenance-bench-'));
+
+function config(name: string, provenance: boolean): string {
+  const file = join(dir, `${name}.json`);
+  if (provenance) {
+    const { privateKey } = generateKeyPairSync('ed25519');
+    writeFileSync(join(dir, 'signing.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }), {
+      mode: 0o600,
+    });
+  }
+  writeFileSync(
+    file,
+    JSON.stringify({
+      upstreams: [
+        {
+          name: 'bench',
+          stdio: { command: 'node', args: [UPSTREAM] },
+          dialect: 'prov-v0.1',
+          provenance: provenance
+            ? { enabled: true, mode: 'full', captureArtifacts: true }
+            : { enabled: false },
+        },
+      ],
+      listen: { stdio: true, http: false },
+      ledger: provenance
+        ? { enabled: true, path: `${name}.sqlite`, checkpointIntervalMs: 1000 }
+        : { enabled: false },
+      logs: { enabled: false },
+      ...(provenance ? { signing: { keyFile: 'signing.pem' } } : {}),
+    }),
+  );
+  return file;
+}
+
+async function connect(configFile: string): Promise<Client> {
+  const client = new Client({ name: 'bench', version: '1.0.0' });
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [GATEWAY, 'gateway', '--config', configFile],
+      cwd: root,
+    }),
+  );
+  return client;
+}
+
+async function echo(client: Client): Promise<void> {
+  const result = await client.callTool({
+    name: 'echo',
+    arguments: { text: PAYLOAD },
+    _meta: { capture_provenance: true },
+  });
+  const text = (result.content as { text?: string }[])[0]?.text;
+  if (!text?.includes(PAYLOAD)) throw new Error('echo came back wrong');
+}
+
+async function callsPerSecond(client: Client, total: number): Promise<number> {
+  let issued = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (issued < total) {
+        issued++;
+        await echo(client);
+      }
+    }),
+  );
+  return total / ((performance.now() - started) / 1000);
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+
+const full = await connect(config('full', true));
+const off = await connect(config('off', false));
+try {
+  for (const client of [full, off]) await callsPerSecond(client, WARMUP);
+  const rates = { full: [] as number[], off: [] as number[] };
+  for (let round = 0; round < ROUNDS; round++) {
+    rates.full.push(await callsPerSecond(full, PER_ROUND));
+    rates.off.push(await callsPerSecond(off, PER_ROUND));
+  }
+  const a = median(rates.full);
+  const b = median(rates.off);
+  // The records really were filed, signed and logged.
+  await full.close();
+  const ledger = Ledger.open(join(dir, 'full.sqlite'), { readOnly: true });
+  const stored = ledger.count();
+  const signed = ledger.list({ limit: 1 })[0]?.record.integrity?.signature !== undefined;
+  const logged = ledger.log().size();
+  ledger.close();
+  console.log(
+    `tools/call, ${PAYLOAD.length} B echo, prov-v0.1, ${IN_FLIGHT} in flight; median of ${ROUNDS} rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each`,
+  );
+  console.log(
+    `signed, full provenance, ledger with its log: ${a.toFixed(0)} calls/s (${stored} records filed, ${logged} leaves, signed: ${signed})`,
+  );
+  console.log(`provenance off, no ledger:                   ${b.toFixed(0)} calls/s`);
+  console.log(`ratio: ${(a / b).toFixed(2)}x (target >= 0.8)`);
+} finally {
+  await full.close().catch(() => {});
+  await off.close().catch(() => {});
+  rmSync(dir, { recursive: true, force: true });
+}
