@@ -5,6 +5,7 @@
  */
 
 export {
+  auditEntries,
   auditLog,
   type Checkpoint,
   type ConsistencyProofFile,

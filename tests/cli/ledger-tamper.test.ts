@@ -287,6 +287,34 @@ describe('ledger verify catches tampering', () => {
     );
   });
 
+  it('one record verified by its run id: its row against its leaf, and its leaf in the newest checkpoint', async () => {
+    const { dir, db } = ledger();
+    const one = (key: string, ...extra: string[]) => verify(dir, key, ...extra);
+    const clean = await one(run(4));
+    expect(clean.code, clean.stdout).toBe(0);
+    expect(clean.stdout).toMatch(/^stored checkpoint \S+ at size 5: consistent, signed by the given key$/m);
+    // Another row's change is not this record's: it still verifies, and the whole ledger does not.
+    sql(db, "UPDATE records SET tool = 'other' WHERE seq = 2");
+    expect((await one(run(4))).code).toBe(0);
+    const changed = await one(run(2));
+    expect(changed.code).toBe(1);
+    expect(changed.stdout).toMatch(
+      /^TAMPERED leaf 1 \(seq 2\): column tool differs from the log: logged "stats", row has "other" \[column tool\]$/m,
+    );
+    // A leaf rewritten with its stored hash: the row agrees with it, the checkpoint does not.
+    const forged = await one(run(3));
+    expect(forged.code).toBe(0);
+    sql(
+      db,
+      `UPDATE records SET leaf = CAST(replace(CAST(leaf AS TEXT), '"principal":null', '"principal":"x"') AS BLOB) WHERE seq = 3`,
+    );
+    const rewritten = await one(run(3));
+    expect(rewritten.code).toBe(1);
+    expect(rewritten.stdout).toContain(
+      'TAMPERED leaf 2 (seq 3): the leaf bytes are not those the log hashed for it (the leaf was rewritten)',
+    );
+  });
+
   it('keeps an empty ledger with no checkpoint at NOTHING VERIFIED', async () => {
     const dir = join(root, 'empty');
     Ledger.open(join(dir, 'l.sqlite')).close();

@@ -5,6 +5,7 @@ import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../../gateway/operations/config.ts';
 import { BUNDLE_CONSISTENCY_PROOFS, buildBundle } from '../../ledger/bundle.ts';
 import {
+  auditEntries,
   auditLog,
   type Checkpoint,
   checkpointSignedBy,
@@ -304,17 +305,25 @@ function registerVerify(ledger: Command, invocation: Invocation): void {
             options.checkpoint === undefined ? undefined : await readCheckpoint(options.checkpoint, io);
           let log: LogAudit | undefined;
           const report = await withCheckpointedLedger(io, options.db, given, async (store) => {
-            // The log is audited as a whole: verifying one key's records says nothing about the others.
-            if (key === undefined) {
-              log = auditLog(store, {
-                ...(publicKey ? { publicKey } : {}),
-                ...(given ? { checkpoint: given } : {}),
-              });
-            }
-            return verifyLedger(store, key, {
+            const logOptions = {
+              ...(publicKey ? { publicKey } : {}),
+              ...(given ? { checkpoint: given } : {}),
+            };
+            const records = await verifyLedger(store, key, {
               ...(artifacts === undefined ? {} : { artifactsDir: resolve(io.cwd, artifacts) }),
               ...(publicKey ? { publicKey } : {}),
             });
+            // Without a key, the whole log; with one, those rows against their leaves and their
+            // inclusion in the checkpoint (verifying some records says nothing of the others).
+            log =
+              key === undefined
+                ? auditLog(store, logOptions)
+                : auditEntries(
+                    store,
+                    records.entries.map((entry) => entry.seq),
+                    logOptions,
+                  );
+            return records;
           });
           const lines = report.entries.map((entry) => {
             const failed = entry.checks.filter((check) => check.status === 'fail');

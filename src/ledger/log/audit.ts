@@ -16,7 +16,7 @@ import type { Ledger, StoredRow } from '../store.ts';
 import { type Checkpoint, checkpointSignedBy, parseCheckpoint } from './checkpoint.ts';
 import { HASH_SIZE, leafHash, MemoryTree } from './hashing.ts';
 import { LEAF_TYPE } from './leaf.ts';
-import { consistencyProof, verifyConsistency } from './proofs.ts';
+import { consistencyProof, inclusionProof, verifyConsistency, verifyInclusion } from './proofs.ts';
 
 export interface LogProblem {
   code: 'LEDGER_TAMPERED';
@@ -137,6 +137,131 @@ function rowProblems(row: StoredRow, index: number, leaf: Record<string, unknown
   return problems;
 }
 
+/** One row against its own leaf: the leaf there, hashed as stored, readable, and agreeing with the row. */
+function auditRow(row: StoredRow): LogProblem[] {
+  const seq = Number(row.seq);
+  const index = seq - 1;
+  if (row.leaf === null) {
+    return [
+      {
+        code: 'LEDGER_TAMPERED',
+        seq,
+        message: `row seq ${seq} (run ${row.run_id}) has no leaf: it was added outside the log`,
+      },
+    ];
+  }
+  const problems: LogProblem[] = [];
+  if (
+    row.nodes === null ||
+    !Buffer.from(leafHash(row.leaf)).equals(Buffer.from(row.nodes.subarray(0, HASH_SIZE)))
+  ) {
+    problems.push({
+      code: 'LEDGER_TAMPERED',
+      seq,
+      index,
+      column: 'leaf',
+      message: `leaf ${index} (seq ${seq}): the leaf bytes are not those the log hashed for it (the leaf was rewritten)`,
+    });
+  }
+  const leaf = parseLeaf(row.leaf);
+  if (leaf === undefined) {
+    problems.push({
+      code: 'LEDGER_TAMPERED',
+      seq,
+      index,
+      column: 'leaf',
+      message: `leaf ${index} (seq ${seq}): the leaf bytes are not a JSON object (changed)`,
+    });
+    return problems;
+  }
+  return [...problems, ...rowProblems(row, index, leaf)];
+}
+
+/**
+ * The log audit of some rows only (`ledger verify KEY`): each row against its
+ * leaf, and each leaf's inclusion in the given checkpoint, else the newest
+ * kept, proved from the stored subtree hashes (whose root must be the
+ * checkpoint's). A row newer than the checkpoint is not yet in any.
+ */
+export function auditEntries(
+  ledger: Ledger,
+  seqs: readonly number[],
+  options: { publicKey?: KeyObject; checkpoint?: Checkpoint } = {},
+): LogAudit {
+  const db = ledger.database();
+  const problems: LogProblem[] = [];
+  const rows: StoredRow[] = [];
+  for (const seq of seqs) {
+    const row = db.prepare('SELECT * FROM records WHERE seq = ?').get(seq) as StoredRow | undefined;
+    if (row === undefined) continue;
+    rows.push(row);
+    problems.push(...auditRow(row));
+  }
+  const log = ledger.log();
+  const size = log.size();
+  const checkpoints: CheckpointCheck[] = [];
+  const stored = ledger
+    .database()
+    .prepare('SELECT note FROM log_checkpoints ORDER BY id DESC LIMIT 1')
+    .get() as { note: string } | undefined;
+  let checkpoint = options.checkpoint;
+  let source: 'given' | 'stored' = 'given';
+  if (checkpoint === undefined && stored !== undefined) {
+    source = 'stored';
+    try {
+      checkpoint = parseCheckpoint(stored.note);
+    } catch (error) {
+      problems.push({
+        code: 'LEDGER_TAMPERED',
+        message: `the newest stored checkpoint was changed: ${(error as Error).message}`,
+      });
+    }
+  }
+  let root = Buffer.alloc(0);
+  try {
+    root = Buffer.from(log.root(size));
+  } catch (error) {
+    problems.push({
+      code: 'LEDGER_TAMPERED',
+      message: `the stored subtree hashes are incomplete: ${(error as Error).message}`,
+    });
+  }
+  if (checkpoint) {
+    const name = `${source === 'given' ? 'the given' : 'stored'} checkpoint ${checkpoint.origin} at size ${checkpoint.size}`;
+    const signed = options.publicKey ? checkpointSignedBy(checkpoint, options.publicKey) : null;
+    if (signed === false)
+      problems.push({ code: 'LEDGER_TAMPERED', message: `${name} is not signed by the given public key` });
+    let consistent = false;
+    try {
+      consistent = checkpoint.size <= size && Buffer.from(log.root(checkpoint.size)).equals(checkpoint.root);
+    } catch {
+      consistent = false;
+    }
+    if (!consistent) {
+      problems.push({
+        code: 'LEDGER_TAMPERED',
+        message: `${name}: the log does not have its root (history rewritten, truncated, or a checkpoint of another log)`,
+      });
+    } else {
+      for (const row of rows) {
+        const index = Number(row.seq) - 1;
+        if (index >= checkpoint.size || row.leaf === null) continue;
+        const path = inclusionProof(log, index, checkpoint.size);
+        if (!verifyInclusion(leafHash(row.leaf), index, checkpoint.size, path, checkpoint.root)) {
+          problems.push({
+            code: 'LEDGER_TAMPERED',
+            seq: Number(row.seq),
+            index,
+            message: `leaf ${index} (seq ${row.seq}): not in ${name} (the leaf or the stored hashes were changed)`,
+          });
+        }
+      }
+    }
+    checkpoints.push({ origin: checkpoint.origin, size: checkpoint.size, source, signed, consistent });
+  }
+  return { ok: problems.length === 0, size, root: root.toString('base64'), checkpoints, problems };
+}
+
 export function auditLog(
   ledger: Ledger,
   options: { publicKey?: KeyObject; checkpoint?: Checkpoint } = {},
@@ -158,40 +283,8 @@ export function auditLog(
       });
     }
     expectedSeq = seq + 1;
-    const index = seq - 1;
-    if (row.leaf === null) {
-      problems.push({
-        code: 'LEDGER_TAMPERED',
-        seq,
-        message: `row seq ${seq} (run ${row.run_id}) has no leaf: it was added outside the log`,
-      });
-      continue;
-    }
-    leaves.push(row.leaf);
-    if (
-      row.nodes === null ||
-      !Buffer.from(leafHash(row.leaf)).equals(Buffer.from(row.nodes.subarray(0, HASH_SIZE)))
-    ) {
-      problems.push({
-        code: 'LEDGER_TAMPERED',
-        seq,
-        index,
-        column: 'leaf',
-        message: `leaf ${index} (seq ${seq}): the leaf bytes are not those the log hashed for it (the leaf was rewritten)`,
-      });
-    }
-    const leaf = parseLeaf(row.leaf);
-    if (leaf === undefined) {
-      problems.push({
-        code: 'LEDGER_TAMPERED',
-        seq,
-        index,
-        column: 'leaf',
-        message: `leaf ${index} (seq ${seq}): the leaf bytes are not a JSON object (changed)`,
-      });
-      continue;
-    }
-    problems.push(...rowProblems(row, index, leaf));
+    if (row.leaf !== null) leaves.push(row.leaf);
+    problems.push(...auditRow(row));
   }
 
   const memory = new MemoryTree(leaves.map((leaf) => leafHash(leaf)));

@@ -5,7 +5,7 @@
  * (checkpoint.ts), the audit of rows against the log (audit.ts) and the proof
  * files the CLI prints (proof-file.ts).
  */
-export { auditLog, type CheckpointCheck, type LogAudit, type LogProblem } from './audit.ts';
+export { auditEntries, auditLog, type CheckpointCheck, type LogAudit, type LogProblem } from './audit.ts';
 export {
   type Checkpoint,
   checkpointSignedBy,
