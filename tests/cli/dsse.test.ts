@@ -67,7 +67,35 @@ describe('sign --dsse and verify --dsse', () => {
       signatures: 1,
       keys: [{ key_id: keyA, verified: true, signatures: [0] }],
     });
-    expect(report.checks.map((check: { status: string }) => check.status)).toEqual(['pass', 'pass']);
+    const checks = report.checks as Array<{ check: string; status: string }>;
+    expect(checks.slice(0, 2).map((check) => [check.check, check.status])).toEqual([
+      ['signature', 'pass'],
+      ['payload', 'pass'],
+    ]);
+    // Then the record the payload carries, verified as verify verifies one.
+    expect(checks.find((check) => check.check === 'record:record_digest')).toMatchObject({ status: 'pass' });
+    expect(checks.every((check) => check.status !== 'fail')).toBe(true);
+  });
+
+  it('a validly signed payload whose record does not hold (its digest stale) fails on the record', async () => {
+    const envelope = JSON.parse(await readFile(enveloped, 'utf8'));
+    const edited = {
+      ...envelope,
+      provenance: { ...envelope.provenance, tool: { ...envelope.provenance.tool, version: '6.6.6' } },
+    };
+    const file = await dir.file('edited.json', JSON.stringify(edited));
+    const sign = await runCli(['sign', '--dsse', file, '--private-key', priv('a')]);
+    expect(sign.code, sign.stderr).toBe(0);
+    const run = await runCli([
+      'verify',
+      '--dsse',
+      await dir.file('edited.dsse.json', sign.stdout),
+      '--public-key',
+      pub('a'),
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(`PASS signature: ${keyA} verifies signature 1 of 1`);
+    expect(run.stdout).toMatch(/^FAIL record:record_digest: /m);
   });
 
   it('a key that did not sign fails with exit 1 and SIGNATURE_INVALID', async () => {

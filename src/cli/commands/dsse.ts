@@ -13,7 +13,9 @@ import {
   signRecordDsse,
   verifyDsse,
 } from '../../provenance/dsse.ts';
+import { keyIdFor } from '../../provenance/integrity.ts';
 import type { ProvRecord } from '../../provenance/record.ts';
+import { verify } from '../../provenance/verify.ts';
 import { defaultRegistry, SCHEMA_IDS } from '../../schemas/index.ts';
 import type { CommandResult } from '../output.ts';
 import { EXIT } from '../output.ts';
@@ -40,25 +42,42 @@ interface DsseCheck {
   code?: string;
 }
 
-/** What the payload is, checked as far as its type is one this tool reads. */
-function payloadChecks(payloadType: string, payload: Buffer): DsseCheck[] {
+/**
+ * The record a payload carries, verified as `verify` verifies one: its
+ * contracts, record digest and artifact digests, and its own signature by the
+ * given key whose id it names (if it is signed).
+ */
+async function recordChecks(record: ProvRecord, publicKeys: readonly KeyObject[]): Promise<DsseCheck[]> {
+  const signer = publicKeys.find((key) => keyIdFor(key) === record.integrity?.signature?.key_id);
+  const report = await verify(record, signer ? { publicKey: signer } : {});
+  return report.checks.map((check) => ({
+    check: `record:${check.check}`,
+    status: check.status === 'warn' ? 'skip' : check.status,
+    message: check.message,
+    ...(check.code ? { code: check.code } : {}),
+  }));
+}
+
+/** What the payload is, checked as far as its type is one this tool reads; the record it carries, if any. */
+function payloadChecks(payloadType: string, payload: Buffer): { checks: DsseCheck[]; record?: ProvRecord } {
+  const checksOnly = (checks: DsseCheck[]) => ({ checks });
   if (payloadType !== DSSE_RECORD_PAYLOAD_TYPE && payloadType !== IN_TOTO_PAYLOAD_TYPE) {
-    return [
+    return checksOnly([
       { check: 'payload', status: 'skip', message: `payload type ${payloadType} is not one this tool reads` },
-    ];
+    ]);
   }
   let value: unknown;
   try {
     value = parseJsonBytes(payload);
   } catch (error) {
-    return [
+    return checksOnly([
       {
         check: 'payload',
         status: 'fail',
         code: 'DSSE_INVALID',
         message: `payload is not JSON: ${(error as Error).message}`,
       },
-    ];
+    ]);
   }
   const recordCheck = (record: unknown, where: string): DsseCheck => {
     const schema = defaultRegistry().validate(SCHEMA_IDS.record, record);
@@ -77,45 +96,53 @@ function payloadChecks(payloadType: string, payload: Buffer): DsseCheck[] {
       message: `${where} is a valid prov.record.v0.1 (run ${(record as ProvRecord).run_id})`,
     };
   };
-  if (payloadType === DSSE_RECORD_PAYLOAD_TYPE) return [recordCheck(value, 'payload')];
+  if (payloadType === DSSE_RECORD_PAYLOAD_TYPE) {
+    const check = recordCheck(value, 'payload');
+    return check.status === 'pass'
+      ? { checks: [check], record: value as unknown as ProvRecord }
+      : checksOnly([check]);
+  }
   if (!isJsonObject(value) || value._type !== IN_TOTO_STATEMENT_TYPE) {
-    return [
+    return checksOnly([
       {
         check: 'payload',
         status: 'fail',
         code: 'DSSE_INVALID',
         message: `payload is not an ${IN_TOTO_STATEMENT_TYPE}`,
       },
-    ];
+    ]);
   }
   if (value.predicateType !== PROV_RECORD_PREDICATE_TYPE) {
-    return [
+    return checksOnly([
       {
         check: 'payload',
         status: 'skip',
         message: `in-toto statement with predicate type ${String(value.predicateType)}, not one this tool reads`,
       },
-    ];
+    ]);
   }
   const record = recordCheck(value.predicate, 'predicate');
-  if (record.status !== 'pass') return [record];
+  if (record.status !== 'pass') return checksOnly([record]);
   const expected = inTotoSubjects(value.predicate as unknown as ProvRecord);
   const same = canonicalize(value.subject ?? null) === canonicalize(expected);
-  return [
-    record,
-    same
-      ? {
-          check: 'subjects',
-          status: 'pass',
-          message: `subjects are the record's ${expected.length} output artifact${expected.length === 1 ? '' : 's'} with a digest`,
-        }
-      : {
-          check: 'subjects',
-          status: 'fail',
-          code: 'DIGEST_MISMATCH',
-          message: "subjects are not the record's output artifacts with their digests",
-        },
-  ];
+  return {
+    record: value.predicate as unknown as ProvRecord,
+    checks: [
+      record,
+      same
+        ? {
+            check: 'subjects',
+            status: 'pass',
+            message: `subjects are the record's ${expected.length} output artifact${expected.length === 1 ? '' : 's'} with a digest`,
+          }
+        : {
+            check: 'subjects',
+            status: 'fail',
+            code: 'DIGEST_MISMATCH',
+            message: "subjects are not the record's output artifacts with their digests",
+          },
+    ],
+  };
 }
 
 /**
@@ -124,7 +151,10 @@ function payloadChecks(payloadType: string, payload: Buffer): DsseCheck[] {
  * an in-toto statement of a record is then checked for its shape (and a
  * statement's subjects against its record's outputs).
  */
-export function verifyAsDsse(envelope: unknown, publicKeys: readonly KeyObject[]): CommandResult {
+export async function verifyAsDsse(
+  envelope: unknown,
+  publicKeys: readonly KeyObject[],
+): Promise<CommandResult> {
   const result = verifyDsse(envelope, publicKeys);
   const count = result.signatureCount;
   const checks: DsseCheck[] = result.keys.map((key) =>
@@ -141,7 +171,9 @@ export function verifyAsDsse(envelope: unknown, publicKeys: readonly KeyObject[]
           message: `${key.keyId} made none of the envelope's signatures (${count})`,
         },
   );
-  checks.push(...payloadChecks(result.payloadType, result.payload));
+  const payload = payloadChecks(result.payloadType, result.payload);
+  checks.push(...payload.checks);
+  if (payload.record) checks.push(...(await recordChecks(payload.record, publicKeys)));
   const ok = checks.every((check) => check.status !== 'fail');
   const sha256 = createHash('sha256').update(result.payload).digest('hex');
   const lines = checks.map(
