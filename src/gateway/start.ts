@@ -1,3 +1,4 @@
+import { createPublicKey } from 'node:crypto';
 import { type ArtifactService, openArtifactService } from '../artifacts/service.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import { createIdSource } from '../ids/index.ts';
@@ -299,6 +300,8 @@ export async function startGateway(
         mode: config.upstreams.map((upstream) => `${upstream.name}: ${upstream.dialect}`).join(', '),
         onError: report,
         onListening: (url) => artifacts?.useOrigin(new URL(url).origin),
+        ...(ledger ? { ledger } : {}),
+        ...(config.signing ? { ledgerPublicKey: createPublicKey(config.signing.key) } : {}),
         ...(artifacts
           ? { downloads: { path: config.artifacts.downloadPath, handler: artifacts.handler } }
           : {}),

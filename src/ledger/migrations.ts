@@ -1,6 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { parseJsonLossless } from '../canonical/index.ts';
 import type { ProvRecord } from '../provenance/record.ts';
+import { indexColumns } from './index-columns.ts';
 import { leafHash } from './log/hashing.ts';
 import { leafBytes } from './log/leaf.ts';
 import { completedNodes } from './log/tree.ts';
@@ -53,14 +54,64 @@ export const MIGRATIONS: readonly string[] = [
   // The code step moves the leaves and computes the nodes; then the old tables and column go.
   `ALTER TABLE records ADD COLUMN leaf BLOB;
    ALTER TABLE records ADD COLUMN nodes BLOB;`,
+  // 4: the viewer's index columns (below).
+  viewerColumns(),
 ];
+
+/**
+ * 4: columns the viewer filters on (index-columns.ts): who called, the outcome and the error
+ * code, so a filtered page newest first is a range of one index read. Failed calls and error
+ * codes are indexed partially (only the rows that failed), so the common append, a call that
+ * went well, writes one index page more than before rather than three; a time range is found
+ * by seq (web/runs.ts), created_at growing with it. `record_parents` holds each row's parents,
+ * so a run's children are found without reading every record. Only an index: the log's audit
+ * checks them against the leaf.
+ */
+function viewerColumns(): string {
+  return `ALTER TABLE records ADD COLUMN principal TEXT;
+   ALTER TABLE records ADD COLUMN outcome TEXT;
+   ALTER TABLE records ADD COLUMN error_code TEXT;
+   CREATE INDEX records_principal ON records (principal, seq);
+   CREATE INDEX records_failed ON records (seq) WHERE outcome = 'error';
+   CREATE INDEX records_error_code ON records (error_code, seq) WHERE error_code IS NOT NULL;
+   CREATE TABLE record_parents (
+     parent TEXT NOT NULL,
+     seq INTEGER NOT NULL,
+     PRIMARY KEY (parent, seq)
+   ) STRICT, WITHOUT ROWID;`;
+}
+
+/** Fills migration 4's columns for the rows an older ledger holds, from each row's leaf (which holds the record). */
+function backfillViewerColumns(db: DatabaseSync): void {
+  const update = db.prepare('UPDATE records SET principal = ?, outcome = ?, error_code = ? WHERE seq = ?');
+  for (const row of db.prepare('SELECT seq, leaf, envelope FROM records WHERE leaf IS NOT NULL').iterate()) {
+    const r = row as { seq: number; leaf: Uint8Array; envelope: string | null };
+    const leaf = parseJsonLossless(Buffer.from(r.leaf).toString('utf8')).lossless as unknown as {
+      record: ProvRecord;
+      principal?: unknown;
+    };
+    const columns = indexColumns(
+      leaf.record,
+      r.envelope === null ? null : (parseJsonLossless(r.envelope).lossless as Record<string, unknown>),
+      typeof leaf.principal === 'string' ? leaf.principal : null,
+    );
+    update.run(columns.principal, columns.outcome, columns.error_code, r.seq);
+  }
+  db.exec(
+    `INSERT OR IGNORE INTO record_parents (parent, seq)
+     SELECT parent.value, records.seq FROM records,
+       json_each(CAST(records.leaf AS TEXT), '$.record.parents') AS parent
+     WHERE records.leaf IS NOT NULL`,
+  );
+}
 
 /**
  * Steps SQL cannot take, run after migration N's script in its transaction:
  * 2 builds the leaves of the rows a version-1 ledger holds, in seq order (the
  * subtree hashes are left to 3, which computes them from the leaves); 3 moves
  * each leaf into its row with the subtree hashes it completes, then drops the
- * log's old tables and the record column (the leaf holds the record).
+ * log's old tables and the record column (the leaf holds the record); 4 fills
+ * the viewer's columns of the rows an older ledger holds.
  */
 export const MIGRATION_CODE: Readonly<Record<number, (db: DatabaseSync) => void>> = {
   2: (db) => {
@@ -100,4 +151,5 @@ export const MIGRATION_CODE: Readonly<Record<number, (db: DatabaseSync) => void>
     }
     db.exec('DROP TABLE log_leaves; DROP TABLE log_nodes; ALTER TABLE records DROP COLUMN record;');
   },
+  4: backfillViewerColumns,
 };

@@ -19,6 +19,7 @@ import { EnvelopeError } from '../errors/index.ts';
 import { computeRecordDigest } from '../provenance/integrity.ts';
 import type { ProvRecord } from '../provenance/record.ts';
 import { defaultRegistry, SCHEMA_IDS } from '../schemas/index.ts';
+import { indexColumns } from './index-columns.ts';
 import { leafBytes } from './log/leaf.ts';
 import { TreeStore } from './log/tree.ts';
 import { MIGRATION_CODE, MIGRATIONS } from './migrations.ts';
@@ -390,9 +391,12 @@ export class Ledger {
       { record: item.recordText, envelope: item.envelopeText },
     );
     const next = log.next(leaf);
+    // Columns the viewer filters on, derived from what the leaf commits to (index-columns.ts).
+    const columns = indexColumns(item.record, item.envelope, item.principal);
     const { changes } = this.statement(
-      `INSERT INTO records (seq, run_id, tool, upstream, record_digest, created_at, envelope, leaf, nodes)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_digest) DO NOTHING`,
+      `INSERT INTO records (seq, run_id, tool, upstream, record_digest, created_at, envelope, leaf, nodes,
+         principal, outcome, error_code)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_digest) DO NOTHING`,
     ).run(
       entry.seq,
       entry.run_id,
@@ -403,11 +407,21 @@ export class Ledger {
       item.envelopeText,
       leaf,
       next.nodes,
+      columns.principal,
+      columns.outcome,
+      columns.error_code,
     );
     if (Number(changes) === 0) {
       // Already stored: report the row as it was first stored.
       const row = this.statement('SELECT * FROM records WHERE record_digest = ?').get(item.digest);
       return { entry: this.toEntry(row as unknown as StoredRow), inserted: false };
+    }
+    // The parents the viewer looks children up by (an index: the audit checks it against the leaf).
+    for (const parent of item.record.parents ?? []) {
+      this.statement('INSERT OR IGNORE INTO record_parents (parent, seq) VALUES (?, ?)').run(
+        parent,
+        entry.seq,
+      );
     }
     // The stored texts are the canonical form of these values, so the entry needs no re-read.
     return { entry, inserted: true };

@@ -119,6 +119,42 @@ describe('ledger verify catches tampering', () => {
     });
   }
 
+  // The viewer's columns are only an index: each is recomputed from the leaf and the row.
+  for (const [column, value] of [
+    ['principal', "'someone-else'"],
+    ['outcome', "'error'"],
+    ['error_code', "'INTERNAL_ERROR'"],
+  ] as const) {
+    it(`the viewer's ${column} column changed`, async () => {
+      const { dir, db } = ledger();
+      sql(db, `UPDATE records SET ${column} = ${value} WHERE seq = 4`);
+      const result = await verify(dir, '--json');
+      expect(result.code).toBe(1);
+      const report = JSON.parse(result.stdout);
+      expect(report.log.problems).toEqual([
+        expect.objectContaining({ code: 'LEDGER_TAMPERED', seq: 4, index: 3, column }),
+      ]);
+      expect(report.log.problems[0].message).toMatch(
+        new RegExp(`^leaf 3 \\(seq 4\\): column ${column} differs from the log: the log gives .*, row has "`),
+      );
+    });
+  }
+
+  it("the viewer's record_parents index changed", async () => {
+    const { dir, db } = ledger();
+    sql(db, "INSERT INTO record_parents (parent, seq) VALUES ('smuggled-parent', 4), ('ghost', 99)");
+    const result = await verify(dir, '--json');
+    expect(result.code).toBe(1);
+    const report = JSON.parse(result.stdout);
+    expect(report.log.problems).toEqual([
+      expect.objectContaining({ seq: 4, index: 3, column: 'record_parents' }),
+      expect.objectContaining({ seq: 99, column: 'record_parents' }),
+    ]);
+    expect(report.log.problems[0].message).toBe(
+      'leaf 3 (seq 4): record_parents differs from the log: the log gives [], the table has ["smuggled-parent"]',
+    );
+  });
+
   it('two rows reordered', async () => {
     const { dir, db } = ledger();
     sql(

@@ -2,6 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONTENT_SECURITY_POLICY } from '../../src/ledger/web/html.ts';
 import { BIN, FIXTURE, initializeMessage, NODE, ROOT, type Running, startProxyHttp } from './processes.ts';
 
 const INIT = initializeMessage();
@@ -85,7 +86,7 @@ describe('proxy over Streamable HTTP', () => {
     expect(res.headers['content-type']).toContain('text/html');
     expect(res.body).toContain('<code>echo</code>');
     expect(res.body).toContain('Streamable HTTP');
-    expect(res.headers['content-security-policy']).toBe("default-src 'none'");
+    expect(res.headers['content-security-policy']).toBe(CONTENT_SECURITY_POLICY);
   });
 
   it('answers other GETs with 405 JSON', async () => {

@@ -24,6 +24,7 @@ import { loadPrivateKey, loadPublicKey } from '../../provenance/index.ts';
 import { type Invocation, type Registrar, runs } from '../command.ts';
 import { readInputBytes, readJsonInputExact } from '../input.ts';
 import { type CliIo, EXIT } from '../output.ts';
+import { registerServe } from './ledger-serve.ts';
 
 interface DbOption {
   db?: string;
@@ -176,7 +177,8 @@ nothing to verify, failed), and an empty ledger is no pass (exit 1).
 
 Verifying the whole ledger also audits its transparency log: every leaf is
 recomputed from its row (a changed run_id, tool, upstream, created_at, record
-or envelope column fails, named by seq and column), a deleted, reordered or
+or envelope column fails, named by seq and column, as does a changed
+principal, outcome or error_code, the viewer's index columns), a deleted, reordered or
 smuggled row fails, and the tree's root must match every checkpoint the ledger
 kept and the one given with --checkpoint (a truncated, wiped, rewritten or
 forked log fails; with --public-key each checkpoint must be signed by it).
@@ -526,12 +528,12 @@ export const registerLedger: Registrar = (program, invocation) => {
   const ledger = program
     .command('ledger')
     .description(
-      'list, show, verify and add provenance records in a ledger database; checkpoint and prove its transparency log; bundle one result for offline verification',
+      'list, show, verify and add provenance records in a ledger database; checkpoint and prove its transparency log; bundle one result for offline verification; serve it to a browser',
     )
     .action(() => {
       throw new EnvelopeError(
         'USAGE_ERROR',
-        'ledger needs a command: list, show, verify, add, checkpoint, prove, consistency or bundle',
+        'ledger needs a command: list, show, verify, add, checkpoint, prove, consistency, bundle or serve',
       );
     });
   registerList(ledger, invocation);
@@ -542,4 +544,5 @@ export const registerLedger: Registrar = (program, invocation) => {
   registerProve(ledger, invocation);
   registerConsistency(ledger, invocation);
   registerBundle(ledger, invocation);
+  registerServe(ledger, invocation, DB_HELP, DEFAULT_LEDGER_DB);
 };

@@ -1,4 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/server';
+import type { Ledger } from '../../ledger/index.ts';
+import { renderPage } from '../../ledger/web/html.ts';
+import { escapeHtml, type RunRow, recentRuns, SECURITY_HEADERS } from '../../ledger/web/index.ts';
 import type { UpstreamFleet } from '../relay/upstream-fleet.ts';
 import type { UpstreamPool } from '../relay/upstream-pool.ts';
 import type { Upstream } from '../upstreams/upstream.ts';
@@ -27,19 +30,14 @@ export interface PageInfo {
   upstreams: readonly PageUpstream[];
   tools: readonly PageTool[];
   authRequired: boolean;
+  /** The ledger's latest calls, when the gateway keeps a ledger (its pages are then at /ledger). */
+  recent?: readonly RunRow[];
 }
 
-const ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
+export { escapeHtml };
 
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (char) => ESCAPES[char] ?? char);
-}
+/** How many of the ledger's latest calls the page lists. */
+export const RECENT_CALLS = 10;
 
 /**
  * How the page names where an upstream is: a URL by its origin only, since
@@ -74,24 +72,36 @@ export function renderInfoPage(info: PageInfo): string {
     )
     .join('\n');
   const config = JSON.stringify({ mcpServers: { gateway: { type: 'http', url: info.endpoint } } }, null, 2);
-  return `<!doctype html>
-<html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${e(info.title)}</title></head>
-<body>
-<h1>${e(info.title)}</h1>
+  const recent =
+    info.recent === undefined
+      ? '<p>This gateway keeps no ledger of its calls.</p>'
+      : info.recent.length === 0
+        ? '<p>No calls recorded yet. <a href="/ledger">Open the ledger</a>.</p>'
+        : `<table><caption>The latest ${info.recent.length} calls in the ledger</caption>
+<thead><tr><th scope="col">Time (UTC)</th><th scope="col">Run</th><th scope="col">Upstream</th><th scope="col">Tool</th><th scope="col">Outcome</th></tr></thead>
+<tbody>${info.recent
+            .map(
+              (row) =>
+                `<tr><td>${e(row.created_at)}</td><th scope="row"><a href="/ledger/runs/${e(encodeURIComponent(row.run_id))}">${e(row.run_id)}</a></th><td>${e(row.upstream ?? '—')}</td><td><code>${e(row.tool)}</code></td><td class="outcome-${row.outcome === 'error' ? 'error' : 'ok'}">${e(row.outcome ?? '—')}</td></tr>`,
+            )
+            .join('\n')}</tbody></table>
+<p><a href="/ledger">All calls, with their checks</a></p>`;
+  return renderPage({
+    title: info.title,
+    nav: false,
+    main: `<h1>${e(info.title)}</h1>
 <p>This is an MCP endpoint (Streamable HTTP) served by the mcp-envelope gateway in <strong>${e(info.mode)}</strong> mode.
 It is meant for MCP clients, not browsers.</p>
 <h2>Behind it</h2>
 <ul>${upstreams}</ul>
 <h2>Tools</h2>
 <ul>${tools}</ul>
+<h2>Recent calls</h2>
+${recent}
 <h2>Connect</h2>
 <p>Point an MCP client at <code>${e(info.endpoint)}</code>${info.authRequired ? ' with an <code>Authorization: Bearer</code> token' : ''}, for example:</p>
-<pre>${e(config)}</pre>
-</body>
-</html>
-`;
+<div class="scroll" tabindex="0" role="region" aria-label="Client configuration"><pre>${e(config)}</pre></div>`,
+  });
 }
 
 /** What the page is made from: the gateway's upstreams and how it presents itself. */
@@ -106,6 +116,8 @@ export interface InfoPageSource {
   /** The endpoint clients are told to connect to, once the server listens. */
   endpoint(): string;
   authRequired: boolean;
+  /** The gateway's ledger, when it keeps one: the page lists its latest calls. */
+  ledger?: Ledger;
 }
 
 /** Whether the request is a browser's asking for the page: a GET outside any session taking HTML, not SSE. */
@@ -173,11 +185,8 @@ export async function sendInfoPage(scope: RequestScope, source: InfoPageSource):
     upstreams: pageUpstreams(source.fleet),
     tools,
     authRequired: source.authRequired,
+    ...(source.ledger ? { recent: recentRuns(source.ledger, RECENT_CALLS) } : {}),
   });
-  scope.res.writeHead(200, {
-    'content-type': 'text/html; charset=utf-8',
-    'content-security-policy': "default-src 'none'",
-    'x-content-type-options': 'nosniff',
-  });
+  scope.res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8' });
   scope.res.end(html);
 }

@@ -1,6 +1,9 @@
+import type { KeyObject } from 'node:crypto';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EnvelopeError } from '../../errors/index.ts';
+import type { Ledger } from '../../ledger/index.ts';
+import { createLedgerWeb, isLedgerPath, STYLESHEET_PATH, sendStylesheet } from '../../ledger/web/index.ts';
 import { CONFIG_DEFAULTS } from '../defaults.ts';
 import type { UpstreamFleet } from '../relay/upstream-fleet.ts';
 import { type SessionCloseReason, SessionTable } from '../transports/2025-11-25/sessions.ts';
@@ -87,6 +90,13 @@ export interface HttpGatewayOptions extends OriginPolicy {
   downloads?: { path: string; handler: DownloadHandler };
   /** Told the endpoint's URL once the server listens, before any upstream is started. */
   onListening?: (url: string) => void;
+  /**
+   * The gateway's ledger: its viewer is served under /ledger, behind the same
+   * bearer tokens (or a session from its login form), and the page lists its latest calls.
+   */
+  ledger?: Ledger;
+  /** The key records and checkpoints are signed with (the public half of `signing`), for the viewer's checks. */
+  ledgerPublicKey?: KeyObject;
 }
 
 export interface HttpGateway {
@@ -96,6 +106,16 @@ export interface HttpGateway {
   ready: Promise<void>;
   sessionCount(): number;
   close(): Promise<void>;
+}
+
+/** Whether a token is one of the gateway's (the same check as a bearer header's). */
+function validToken(auth: BearerAuth, token: string): boolean {
+  try {
+    auth.authenticate(`Bearer ${token}`);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** How long a request's headers and body may take to arrive. */
@@ -121,6 +141,7 @@ function sendIndex(scope: RequestScope, mcpPath: string, downloadPath: string | 
  * 2025-era session starts for itself.
  *
  * What follows is a route table: `/healthz`, downloads, the MCP path, the
+ * ledger viewer under `/ledger` (src/ledger/web/; its own token or session guard), the
  * root. Every request goes through the Host/Origin guard first; on the MCP
  * path, the bearer-token guard, then the page for a browser, else the body
  * and rate-limit guards and the era's handler (dispatch.ts). Each guard is a
@@ -153,7 +174,19 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     endpoint: () =>
       `http://${options.host ?? '127.0.0.1'}:${(server.address() as AddressInfo).port}${mcpPath}`,
     authRequired,
+    ...(options.ledger ? { ledger: options.ledger } : {}),
   };
+  // The viewer takes the gateway's tokens: a token that opens /mcp opens /ledger, and none else does.
+  const ledgerWeb = options.ledger
+    ? createLedgerWeb({
+        ledger: options.ledger,
+        ...(options.ledgerPublicKey ? { publicKey: options.ledgerPublicKey } : {}),
+        ...(authRequired || auth.enabled
+          ? { auth: { required: authRequired, check: (token: string) => validToken(auth, token) } }
+          : {}),
+        onError: report,
+      })
+    : undefined;
   const downloads: RunningDownloads = new Map();
   const sendTimeoutMs = options.downloadSendTimeoutMs ?? DOWNLOAD_SEND_TIMEOUT_MS;
   const downloadBounds: DownloadBounds = {
@@ -190,6 +223,11 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     if (isServerCardPath(path, mcpPath))
       return serveServerCard(req, res, { gateway: options.fleet.options, mcpPath, auth, authRequired });
     if (path === mcpPath) return serveMcp(scope);
+    if (isLedgerPath(path) && path !== mcpPath) {
+      if (ledgerWeb) return ledgerWeb.handle(req, res);
+      // The info page's stylesheet, with or without a ledger.
+      if (path === STYLESHEET_PATH) return sendStylesheet(res);
+    }
     if (path === '/' && (req.method === 'GET' || req.method === 'HEAD'))
       return sendIndex(scope, mcpPath, downloadPath);
     sendError(res, new EnvelopeError('NOT_FOUND', `No route for ${path}; MCP is served at ${mcpPath}`));

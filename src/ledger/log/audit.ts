@@ -1,7 +1,8 @@
 /**
  * Auditing the log against the rows: each row's side columns are compared with
  * its leaf (a changed run_id, tool, upstream, created_at, record_digest or
- * envelope is named), the record in the leaf with its digest, the leaf's index
+ * envelope is named, and the viewer's index: principal, outcome, error_code
+ * and the row's record_parents), the record in the leaf with its digest, the leaf's index
  * with its place (a moved row), every seq must be there (a deleted row) and
  * every row must have a leaf (a smuggled one); the tree's root is recomputed
  * from the leaves and compared with the stored subtree hashes, and a signed checkpoint (the one given, else every stored one) must
@@ -12,6 +13,7 @@ import type { KeyObject } from 'node:crypto';
 import { canonicalize, digestBytes, parseJsonLossless } from '../../canonical/index.ts';
 import { computeRecordDigest } from '../../provenance/integrity.ts';
 import type { ProvRecord } from '../../provenance/record.ts';
+import { INDEX_COLUMN_NAMES, type IndexColumns, indexColumns } from '../index-columns.ts';
 import type { Ledger, StoredRow } from '../store.ts';
 import { type Checkpoint, checkpointSignedBy, parseCheckpoint } from './checkpoint.ts';
 import { HASH_SIZE, leafHash, MemoryTree } from './hashing.ts';
@@ -86,7 +88,12 @@ function columnPair(
 }
 
 /** The problems of one row against its own leaf, where `index` is the leaf's place in the log. */
-function rowProblems(row: StoredRow, index: number, leaf: Record<string, unknown>): LogProblem[] {
+function rowProblems(
+  row: StoredRow,
+  index: number,
+  leaf: Record<string, unknown>,
+  parents: readonly string[],
+): LogProblem[] {
   const where = `leaf ${index} (seq ${row.seq})`;
   const problem = (message: string, column?: string): LogProblem => ({
     code: 'LEDGER_TAMPERED',
@@ -133,12 +140,54 @@ function rowProblems(row: StoredRow, index: number, leaf: Record<string, unknown
     }
   } catch (error) {
     problems.push(problem(`the record in the leaf cannot be read: ${(error as Error).message}`, 'leaf'));
+    return problems;
+  }
+  // The viewer's index: its columns follow from the leaf (principal) and the record and envelope.
+  const record = leaf.record as ProvRecord;
+  let recomputed: IndexColumns | undefined;
+  try {
+    recomputed = indexColumns(
+      record,
+      row.envelope === null ? null : (parseJsonLossless(row.envelope).lossless as Record<string, unknown>),
+      typeof leaf.principal === 'string' ? leaf.principal : null,
+    );
+  } catch {
+    recomputed = undefined; // an unreadable envelope column is named above
+  }
+  const held = row as unknown as Partial<IndexColumns>;
+  for (const column of recomputed ? INDEX_COLUMN_NAMES : []) {
+    const expected = (recomputed as IndexColumns)[column];
+    if ((held[column] ?? null) === expected) continue;
+    problems.push(
+      problem(
+        `column ${column} differs from the log: the log gives ${canonicalText(expected)}, row has ${canonicalText(held[column] ?? null)}`,
+        column,
+      ),
+    );
+  }
+  const named = [...new Set(record.parents ?? [])].sort();
+  const have = [...parents].sort();
+  if (canonicalText(named) !== canonicalText(have)) {
+    problems.push(
+      problem(
+        `record_parents differs from the log: the log gives ${canonicalText(named)}, the table has ${canonicalText(have)}`,
+        'record_parents',
+      ),
+    );
   }
   return problems;
 }
 
+/** The parents record_parents holds for each row, as the audit reads them. */
+type ParentsOf = (seq: number) => string[];
+
+function parentsReader(ledger: Ledger): ParentsOf {
+  const statement = ledger.database().prepare('SELECT parent FROM record_parents WHERE seq = ?');
+  return (seq) => (statement.all(seq) as Array<{ parent: string }>).map((row) => row.parent);
+}
+
 /** One row against its own leaf: the leaf there, hashed as stored, readable, and agreeing with the row. */
-function auditRow(row: StoredRow): LogProblem[] {
+function auditRow(row: StoredRow, parentsOf: ParentsOf): LogProblem[] {
   const seq = Number(row.seq);
   const index = seq - 1;
   if (row.leaf === null) {
@@ -174,7 +223,7 @@ function auditRow(row: StoredRow): LogProblem[] {
     });
     return problems;
   }
-  return [...problems, ...rowProblems(row, index, leaf)];
+  return [...problems, ...rowProblems(row, index, leaf, parentsOf(seq))];
 }
 
 /**
@@ -191,11 +240,12 @@ export function auditEntries(
   const db = ledger.database();
   const problems: LogProblem[] = [];
   const rows: StoredRow[] = [];
+  const parentsOf = parentsReader(ledger);
   for (const seq of seqs) {
     const row = db.prepare('SELECT * FROM records WHERE seq = ?').get(seq) as StoredRow | undefined;
     if (row === undefined) continue;
     rows.push(row);
-    problems.push(...auditRow(row));
+    problems.push(...auditRow(row, parentsOf));
   }
   const log = ledger.log();
   const size = log.size();
@@ -269,6 +319,7 @@ export function auditLog(
   const db = ledger.database();
   const problems: LogProblem[] = [];
   const leaves: Uint8Array[] = [];
+  const parentsOf = parentsReader(ledger);
   let expectedSeq = 1;
   for (const raw of db.prepare('SELECT * FROM records ORDER BY seq').iterate()) {
     const row = raw as unknown as StoredRow;
@@ -284,7 +335,22 @@ export function auditLog(
     }
     expectedSeq = seq + 1;
     if (row.leaf !== null) leaves.push(row.leaf);
-    problems.push(...auditRow(row));
+    problems.push(...auditRow(row, parentsOf));
+  }
+
+  // Parents filed for rows the ledger does not hold: smuggled into the viewer's index.
+  for (const row of db
+    .prepare(
+      'SELECT DISTINCT seq FROM record_parents WHERE seq NOT IN (SELECT seq FROM records) ORDER BY seq',
+    )
+    .iterate()) {
+    const seq = Number((row as { seq: number }).seq);
+    problems.push({
+      code: 'LEDGER_TAMPERED',
+      seq,
+      column: 'record_parents',
+      message: `record_parents names row seq ${seq}, which the ledger does not hold`,
+    });
   }
 
   const memory = new MemoryTree(leaves.map((leaf) => leafHash(leaf)));

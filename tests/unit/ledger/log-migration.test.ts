@@ -126,3 +126,47 @@ describe('ledger migrations', () => {
     migrated.close();
   });
 });
+
+/** A version-3 ledger: what migration 4 adds for the viewer, taken away again. */
+const DROP_VIEWER_COLUMNS = `DROP INDEX records_principal; DROP INDEX records_failed;
+  DROP INDEX records_error_code;
+  ALTER TABLE records DROP COLUMN principal; ALTER TABLE records DROP COLUMN outcome;
+  ALTER TABLE records DROP COLUMN error_code; DROP TABLE record_parents;`;
+
+describe('migration 4: the viewer columns', () => {
+  it("fills principal from each leaf, outcome and error code from the record and envelope, and each record's parents", () => {
+    const file = join(dir, 'v4.sqlite');
+    const ledger = Ledger.open(file);
+    const plain = callRecord('00000000-0000-4000-8000-000000000001');
+    const failed = callRecord('00000000-0000-4000-8000-000000000002');
+    failed.envelope.provenance = { ...failed.record, parents: [plain.record.run_id, 'elsewhere'] };
+    ledger.insert(plain.record, { principal: 'token:alice' });
+    ledger.insert(
+      { ...failed.envelope, errors: [{ code: 'UPSTREAM_TIMEOUT', message: 'took too long' }] },
+      { principal: 'token:bob' },
+    );
+    const columns = 'SELECT seq, principal, outcome, error_code FROM records ORDER BY seq';
+    const stored = ledger.database().prepare(columns).all();
+    expect(stored).toEqual([
+      { seq: 1, principal: 'token:alice', outcome: 'ok', error_code: null },
+      { seq: 2, principal: 'token:bob', outcome: 'error', error_code: 'UPSTREAM_TIMEOUT' },
+    ]);
+    ledger.close();
+
+    const db = new DatabaseSync(file);
+    db.exec(`${DROP_VIEWER_COLUMNS} PRAGMA user_version = 3`);
+    db.close();
+    expect(() => Ledger.open(file, { readOnly: true })).toThrow(/needs migrating/);
+    const migrated = Ledger.open(file);
+    expect(migrated.version()).toBe(4);
+    expect(migrated.database().prepare(columns).all()).toEqual(stored);
+    expect(
+      migrated.database().prepare('SELECT parent, seq FROM record_parents ORDER BY parent').all(),
+    ).toEqual([
+      { parent: plain.record.run_id, seq: 2 },
+      { parent: 'elsewhere', seq: 2 },
+    ]);
+    expect(auditLog(migrated).problems).toEqual([]);
+    migrated.close();
+  });
+});
