@@ -65,10 +65,22 @@ export class TreeStore implements PerfectNodes {
     return row.last === null ? 0 : Number(row.last);
   }
 
-  /** Where the next leaf goes and the subtree hashes its row stores with it. */
+  /**
+   * Where the next leaf goes and the subtree hashes its row stores with it. One read of the last
+   * row gives the size and the first sibling (the leaf before, when the new index is odd); each
+   * higher sibling, completed by an earlier leaf, is one more read by primary key.
+   */
   next(leaf: Uint8Array): NextLeaf {
-    const index = this.size();
-    return { index, nodes: completedNodes(index, leafHash(leaf), (level, at) => this.node(level, at)) };
+    const last = this.statement('SELECT seq, nodes FROM records ORDER BY seq DESC LIMIT 1').get() as
+      | { seq: number; nodes: Uint8Array | null }
+      | undefined;
+    const index = last === undefined ? 0 : Number(last.seq);
+    const nodes = completedNodes(index, leafHash(leaf), (level, at) => {
+      const start = level * HASH_SIZE;
+      if (last?.nodes == null || last.nodes.length < start + HASH_SIZE) return this.node(level, at);
+      return last.nodes.subarray(start, start + HASH_SIZE);
+    });
+    return { index, nodes };
   }
 
   node(level: number, index: number): Uint8Array {
