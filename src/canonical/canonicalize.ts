@@ -333,8 +333,3 @@ function asCanonicalError(error: unknown, value: unknown): unknown {
   }
   return error;
 }
-
-/** The canonical form as UTF-8 bytes. */
-export function canonicalBytes(value: JsonValue | unknown): Buffer {
-  return Buffer.from(canonicalize(value), 'utf8');
-}

@@ -4,7 +4,8 @@
  * written. `pathBeyondDepth` is the check behind JSON_TOO_DEEP, for values that
  * did not come through `parseJson` (a relayed message, say).
  */
-export { canonicalBytes, canonicalize } from './canonicalize.ts';
+export { canonicalBytes } from './canonical-bytes.ts';
+export { canonicalize } from './canonicalize.ts';
 export {
   DIGEST_ALGORITHMS,
   type Digest,

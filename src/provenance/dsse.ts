@@ -1,5 +1,5 @@
 import { KeyObject, sign, verify } from 'node:crypto';
-import { canonicalBytes } from '../canonical/canonicalize.ts';
+import { canonicalBytes } from '../canonical/canonical-bytes.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import { keyIdFor, SIGNATURE_ALG } from './integrity.ts';
 import type { ProvRecord } from './record.ts';

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalBytes } from '../../src/canonical/canonicalize.ts';
+import { canonicalBytes } from '../../src/canonical/canonical-bytes.ts';
 import { signDsse } from '../../src/provenance/dsse.ts';
 import { keyIdFor, loadPrivateKey, loadPublicKey } from '../../src/provenance/integrity.ts';
 import { errorCode, runCli, type TempDir, tempDir } from '../helpers/cli.ts';

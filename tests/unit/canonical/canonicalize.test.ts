@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalBytes, canonicalize } from '../../../src/canonical/canonicalize.ts';
+import { canonicalBytes } from '../../../src/canonical/canonical-bytes.ts';
+import { canonicalize } from '../../../src/canonical/canonicalize.ts';
 import { MAX_NESTING_DEPTH } from '../../../src/canonical/json-value.ts';
 import { EnvelopeError } from '../../../src/errors/index.ts';
 

@@ -2,7 +2,7 @@ import { createPublicKey, verify as cryptoVerify, sign } from 'node:crypto';
 import { crypto as sigstoreCrypto, dsse as sigstoreDsse } from '@sigstore/core';
 import { toSignedEntity } from '@sigstore/verify';
 import { describe, expect, it } from 'vitest';
-import { canonicalBytes } from '../../../src/canonical/canonicalize.ts';
+import { canonicalBytes } from '../../../src/canonical/canonical-bytes.ts';
 import { digestValue } from '../../../src/canonical/digest.ts';
 import { EnvelopeError } from '../../../src/errors/index.ts';
 import {
