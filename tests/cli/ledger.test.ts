@@ -276,9 +276,30 @@ describe('mcp-envelope ledger reads without writing', () => {
   it('says in its help what a clean verify does not prove', async () => {
     const help = await cli(dir, 'ledger', 'verify', '--help');
     expect(help.stdout).toMatch(/transparency log/);
-    expect(help.stdout).toMatch(/a deleted, reordered or\nsmuggled row fails/);
+    expect(help.stdout).toMatch(/a deleted, reordered or smuggled row fails/);
     expect(help.stdout).toMatch(/a ledger rewritten wholly, log and checkpoints\nincluded, passes unless/);
     expect(help.stdout).toMatch(/Without records signed by the gateway/);
+  });
+
+  it('shows a record filed with its envelope once: the envelope points at it, --json keeps both', async () => {
+    const db = 'show-once.sqlite';
+    const { envelope } = callRecord('55555555-5555-4555-8555-555555555555');
+    writeFileSync(join(dir, 'e.json'), JSON.stringify(envelope));
+    expect((await cli(dir, 'ledger', 'add', 'e.json', '--db', db)).code).toBe(0);
+    const shown = await cli(dir, 'ledger', 'show', '55555555-5555-4555-8555-555555555555', '--db', db);
+    expect(shown.stdout.match(/"run_id": "55555555/g)).toHaveLength(2); // the entry's and the record's own
+    expect(JSON.parse(shown.stdout).envelope.provenance).toBe('(the record above)');
+    const json = await cli(
+      dir,
+      '--json',
+      'ledger',
+      'show',
+      '55555555-5555-4555-8555-555555555555',
+      '--db',
+      db,
+    );
+    const [entry] = JSON.parse(json.stdout).entries;
+    expect(entry.envelope.provenance).toEqual(entry.record);
   });
 });
 

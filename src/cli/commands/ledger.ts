@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
+import { canonicalize } from '../../canonical/index.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { CONFIG_DEFAULTS } from '../../gateway/operations/config.ts';
 import { BUNDLE_CONSISTENCY_PROOFS, buildBundle } from '../../ledger/bundle.ts';
@@ -156,9 +157,16 @@ function registerShow(ledger: Command, invocation: Invocation): void {
           record: entry.record,
           envelope: entry.envelope,
         }));
+        // For a person, an envelope's provenance that is the record above is not printed again.
+        const shown = full.map((entry) =>
+          entry.envelope !== null &&
+          canonicalize(entry.envelope.provenance ?? null) === canonicalize(entry.record)
+            ? { ...entry, envelope: { ...entry.envelope, provenance: '(the record above)' } }
+            : entry,
+        );
         return {
           exitCode: EXIT.ok,
-          human: full.map((entry) => JSON.stringify(entry, null, 2)).join('\n'),
+          human: shown.map((entry) => JSON.stringify(entry, null, 2)).join('\n'),
           json: { entries: full },
         };
       }),
@@ -175,11 +183,11 @@ The closing line counts only the records whose digests or signature were
 checked and held as verified; the others are counted apart (nothing verified,
 nothing to verify, failed), and an empty ledger is no pass (exit 1).
 
-Verifying the whole ledger also audits its transparency log: every leaf is
-recomputed from its row (a changed run_id, tool, upstream, created_at, record
-or envelope column fails, named by seq and column, as does a changed
-principal, outcome or error_code, the viewer's index columns), a deleted, reordered or
-smuggled row fails, and the tree's root must match every checkpoint the ledger
+Verifying the whole ledger also audits its transparency log: every row is
+compared with its leaf (a changed run_id, tool, upstream, created_at,
+record_digest or envelope column fails, named by seq and column, as does a
+changed principal, outcome or error_code, the viewer's index columns, or a
+rewritten leaf), a deleted, reordered or smuggled row fails, and the tree's root must match every checkpoint the ledger
 kept and the one given with --checkpoint (a truncated, wiped, rewritten or
 forked log fails; with --public-key each checkpoint must be signed by it).
 
