@@ -19,6 +19,7 @@ import { registerListMethods, registerValidateMethods } from './commands/methods
 import { registerProxy } from './commands/proxy.ts';
 import { registerValidateSchemas } from './commands/schemas.ts';
 import { registerSelfTest } from './commands/self-test.ts';
+import { registerTools } from './commands/tools.ts';
 import { registerValidate } from './commands/validate.ts';
 import { registerWrap } from './commands/wrap.ts';
 import { type CliIo, EXIT, printError } from './output.ts';
@@ -46,6 +47,7 @@ const REGISTRARS: readonly Registrar[] = [
   registerProxy,
   registerGateway,
   registerLedger,
+  registerTools,
   registerArtifacts,
 ];
 

@@ -30,6 +30,8 @@ export type UpstreamProtocol = 'auto' | '2025-11-25' | '2026-07-28';
 export type UpstreamSharing = 'shared' | 'per-session';
 /** `shared`: the gateway's artifact store is the upstream's too (passed in its environment); `own`: not. */
 export type UpstreamArtifacts = 'own' | 'shared';
+/** Tool pinning (src/gateway/pinning/): `warn` notes changed definitions, `enforce` also hides and refuses them. */
+export type PinMode = 'off' | 'warn' | 'enforce';
 
 /**
  * Every default, read from the schema's `default` keywords: the schema is the
@@ -113,6 +115,7 @@ export const CONFIG_DEFAULTS = deepFreeze({
     inlineMaxBytes: TOP.artifacts.properties.inlineMaxBytes.default,
     defaultReturnMode: TOP.artifacts.properties.defaultReturnMode.default as ReturnMode,
   },
+  pinning: { mode: TOP.pinning.properties.mode.default as PinMode },
   logs: {
     enabled: TOP.logs.properties.enabled.default,
     dir: TOP.logs.properties.dir.default,

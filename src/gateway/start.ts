@@ -12,6 +12,8 @@ import { CallLog, instanceName } from './operations/call-log.ts';
 import { startCheckpoints } from './operations/checkpoints.ts';
 import { callTimeoutMs, type GatewayConfig, type UpstreamConfig } from './operations/config.ts';
 import { UpstreamStatusBoard } from './operations/upstream-status.ts';
+import { PinGuard, pinChangeLine, signatureLine } from './pinning/pin-guard.ts';
+import { PinStore } from './pinning/pin-store.ts';
 import { UpstreamFleet } from './relay/upstream-fleet.ts';
 import { type StdioGateway, serveGatewayOnStdio } from './transports/stdio/serve-stdio.ts';
 import { KILL_GRACE_MS, killAllUpstreams } from './upstreams/child-transport.ts';
@@ -155,6 +157,39 @@ export function exposureWarning(config: GatewayConfig, url?: string): string | u
  * ledger's file when the ledger is on (opened first, so the file is a ledger
  * before the store adds its tables), else in `<dir>/artifacts.sqlite`.
  */
+/**
+ * Where definition pins are kept: `pinning.file`, else the ledger's file
+ * (migrated by the ledger, opened first), else memory. None when every
+ * upstream's pinning is off: then nothing is recorded.
+ */
+function openPins(config: GatewayConfig): PinStore | undefined {
+  if (config.upstreams.every((upstream) => upstream.pin === 'off')) return undefined;
+  return PinStore.open(config.pinning.file ?? (config.ledger.enabled ? config.ledger.path : undefined));
+}
+
+/** The pin checks of every relay: a change counted on the board and told to the operator once. */
+function pinGuard(
+  config: GatewayConfig,
+  store: PinStore,
+  status: UpstreamStatusBoard,
+  report: (message: string) => void,
+): PinGuard {
+  return new PinGuard({
+    store,
+    modes: Object.fromEntries(config.upstreams.map((upstream) => [upstream.name, upstream.pin])),
+    onChange: (change, mode) => {
+      status.notePinChange(change.upstream);
+      report(pinChangeLine(change, mode));
+    },
+    onRefused: (change) => status.notePinRefusal(change.upstream),
+    keys: Object.fromEntries(config.upstreams.map((upstream) => [upstream.name, upstream.pinKeys])),
+    onSignature: (upstream, problem, mode) => {
+      if (problem !== undefined) status.notePinChange(upstream);
+      report(signatureLine(upstream, problem, mode));
+    },
+  });
+}
+
 function openArtifacts(config: GatewayConfig, report: (error: unknown) => void): ArtifactService | undefined {
   const settings = config.artifacts;
   if (!settings.enabled) return undefined;
@@ -201,9 +236,12 @@ export async function startGateway(
       ? startCheckpoints(ledger, config.signing.key, config.ledger.checkpointIntervalMs, report)
       : undefined;
   let artifacts: ArtifactService | undefined;
+  let pinStore: PinStore | undefined;
   try {
+    pinStore = openPins(config);
     artifacts = openArtifacts(config, report);
   } catch (error) {
+    pinStore?.close();
     checkpoints?.stop();
     ledger?.close();
     throw error;
@@ -218,6 +256,7 @@ export async function startGateway(
       })
     : undefined;
   const status = new UpstreamStatusBoard(config.upstreams.map((upstream) => upstream.name));
+  const pins = pinStore ? pinGuard(config, pinStore, status, report) : undefined;
   const enforcement = new Enforcement({
     upstreams: config.upstreams,
     ...(config.tiers ? { tiers: config.tiers } : {}),
@@ -257,6 +296,7 @@ export async function startGateway(
         config.upstreams.length > 1 ? { name: 'mcp-envelope-gateway', version: GATEWAY_VERSION } : undefined,
       report,
       status,
+      ...(pins ? { pins } : {}),
       ...(artifacts ? { artifacts, ownResources: artifactResources(artifacts) } : {}),
     });
 
@@ -270,6 +310,7 @@ export async function startGateway(
     await callLog?.close();
     await artifacts?.close();
     checkpoints?.stop();
+    pinStore?.close();
     ledger?.close();
   };
   try {

@@ -56,6 +56,8 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE records ADD COLUMN nodes BLOB;`,
   // 4: the viewer's index columns (below).
   viewerColumns(),
+  // 5: the gateway's pins of upstream definitions (see definitionPinsMigration).
+  definitionPinsMigration(),
 ];
 
 /**
@@ -103,6 +105,46 @@ function backfillViewerColumns(db: DatabaseSync): void {
        json_each(CAST(records.leaf AS TEXT), '$.record.parents') AS parent
      WHERE records.leaf IS NOT NULL`,
   );
+}
+
+/**
+ * The tables of the gateway's definition pins (src/gateway/pinning/): each
+ * upstream definition's accepted digest, the definitions seen that differ from
+ * it until an operator accepts one, and a counter every write bumps, so a
+ * gateway notices another process's acceptance without reading the pins
+ * again. A function of its own, and `IF NOT EXISTS`, because the same tables
+ * are made in a pins file of their own when the ledger is off, and so that
+ * its place in the sequence can move without its text changing.
+ */
+export function definitionPinsMigration(): string {
+  return `CREATE TABLE IF NOT EXISTS definition_pins (
+     upstream TEXT NOT NULL,
+     server TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     name TEXT NOT NULL,
+     digest TEXT NOT NULL,
+     content_digest TEXT NOT NULL,
+     shape_digest TEXT NOT NULL,
+     definition TEXT NOT NULL,
+     pinned_at TEXT NOT NULL,
+     accepted_at TEXT,
+     PRIMARY KEY (upstream, server, kind, name)
+   ) STRICT;
+   CREATE TABLE IF NOT EXISTS definition_pending (
+     upstream TEXT NOT NULL,
+     server TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     name TEXT NOT NULL,
+     digest TEXT NOT NULL,
+     pinned_digest TEXT,
+     reason TEXT NOT NULL,
+     renamed_from TEXT,
+     definition TEXT NOT NULL,
+     first_seen TEXT NOT NULL,
+     PRIMARY KEY (upstream, server, kind, name, digest)
+   ) STRICT;
+   CREATE TABLE IF NOT EXISTS definition_pin_state (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL) STRICT;
+   INSERT OR IGNORE INTO definition_pin_state (id, version) VALUES (1, 0);`;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -1062,6 +1063,109 @@ describe('ledger and logs', () => {
     expect(unnamed.filter((file) => /calls-desk-1/.test(file))).toEqual([]);
     expect(unnamed.filter((file) => /^gateway\/calls-.+-\d+\.latest\.jsonl$/.test(file))).toHaveLength(1);
   });
+});
+
+// ---------------------------------------------------------------------------
+// Tool pinning
+
+const SHIFTING = fileURLToPath(new URL('../fixtures/servers/shifting-tools.ts', import.meta.url));
+
+describe('pinning', () => {
+  proves(
+    ['pinning.mode', 'pinning.file', 'upstreams[].pin'],
+    'pinning.mode enforce hides a changed tool, upstreams[].pin off exempts one upstream, pinning.file keeps the pins',
+    async () => {
+      const dir = folder('pinning');
+      const gateway = await startStdio(dir, {
+        upstreams: [
+          { name: 'strict', stdio: { command: 'node', args: [SHIFTING, join(dir, 'strict.variant')] } },
+          {
+            name: 'loose',
+            stdio: { command: 'node', args: [SHIFTING, join(dir, 'loose.variant')] },
+            pin: 'off',
+          },
+        ],
+        ledger: { enabled: false },
+        pinning: { mode: 'enforce', file: 'pins/pins.sqlite' },
+        listen: { stdio: true },
+      });
+      try {
+        const names = async () => (await gateway.client.listTools()).tools.map((tool) => tool.name).sort();
+        expect(await names()).toEqual([
+          'loose__control',
+          'loose__search',
+          'strict__control',
+          'strict__search',
+        ]);
+        await gateway.call('strict__control', { variant: 'changed' });
+        await gateway.call('loose__control', { variant: 'changed' });
+        const listed = await gateway.client.listTools();
+        expect(listed.tools.map((tool) => tool.name).sort()).toEqual([
+          'loose__control',
+          'loose__search',
+          'strict__control',
+        ]);
+        expect(listed._meta?.['mcp-envelope/pins']).toEqual({
+          changed: [
+            expect.objectContaining({ name: 'strict__search', upstream: 'strict', action: 'hidden' }),
+          ],
+        });
+      } finally {
+        await gateway.stop();
+      }
+      const pins = new DatabaseSync(join(dir, 'pins', 'pins.sqlite'), { readOnly: true });
+      try {
+        const rows = pins.prepare('SELECT DISTINCT upstream FROM definition_pins').all();
+        expect(rows).toEqual([{ upstream: 'strict' }]);
+      } finally {
+        pins.close();
+      }
+    },
+  );
+});
+
+describe('upstreams[].pinKeys', () => {
+  proves(
+    ['upstreams[].pinKeys'],
+    'upstreams[].pinKeys serves the tools of a list signed by one of them, and hides those of one signed by another key',
+    async () => {
+      const dir = folder('pin-keys');
+      const ours = generateKeyPairSync('ed25519');
+      const theirs = generateKeyPairSync('ed25519');
+      writeFileSync(join(dir, 'ours.pem'), ours.privateKey.export({ type: 'pkcs8', format: 'pem' }));
+      writeFileSync(join(dir, 'theirs.pem'), theirs.privateKey.export({ type: 'pkcs8', format: 'pem' }));
+      writeFileSync(join(dir, 'ours.pub.pem'), ours.publicKey.export({ type: 'spki', format: 'pem' }));
+      const signing = (name: string, key: string) => ({
+        name,
+        stdio: {
+          command: 'node',
+          args: [SHIFTING, join(dir, `${name}.variant`), '--sign-key', join(dir, key)],
+        },
+        pinKeys: ['ours.pub.pem'],
+      });
+      const gateway = await startStdio(dir, {
+        upstreams: [signing('signed', 'ours.pem'), signing('forged', 'theirs.pem')],
+        pinning: { mode: 'enforce' },
+        ledger: { path: 'ledger.sqlite' },
+        listen: { stdio: true },
+      });
+      try {
+        const listed = await gateway.client.listTools();
+        expect(listed.tools.map((tool) => tool.name).sort()).toEqual(['signed__control', 'signed__search']);
+        expect(listed._meta?.['mcp-envelope/pins']).toEqual({
+          changed: [
+            expect.objectContaining({ name: 'forged__search', reason: 'unsigned' }),
+            expect.objectContaining({ name: 'forged__control', reason: 'unsigned' }),
+          ],
+        });
+        await gateway.waitFor(
+          /TOOL_SIGNATURE_INVALID: upstream forged tools\/list: the signature does not verify/,
+        );
+      } finally {
+        await gateway.stop();
+      }
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------

@@ -308,6 +308,7 @@ export class Enforcement {
           ...(context.serverInfo?.version ? { version: context.serverInfo.version } : {}),
           inputSchema: described.inputSchema as Record<string, unknown>,
           outputSchema: described.outputSchema as Record<string, unknown> | undefined,
+          ...(context.definitionDigest ? { definitionDigest: context.definitionDigest } : {}),
         }
       : { name: params.name };
     // Provenance switched off for this upstream: the caller's opt-in is not honoured,

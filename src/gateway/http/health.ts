@@ -15,6 +15,7 @@ export function sendHealth(scope: RequestScope, board: UpstreamStatusBoard | und
     return;
   }
   const defects = board?.schemaDefectSummary();
+  const pins = board?.pinSummary();
   sendJson(res, 200, {
     status: board?.summary() ?? 'ok',
     ...(board
@@ -22,5 +23,7 @@ export function sendHealth(scope: RequestScope, board: UpstreamStatusBoard | und
       : {}),
     // Listed tools whose schemas cannot be compiled, by name only (the info page lists tools too).
     ...(defects && Object.keys(defects).length > 0 ? { schema_defects: defects } : {}),
+    // Definitions found to differ from their pins, and calls refused for it (names are in the operator's log).
+    ...(pins && Object.keys(pins).length > 0 ? { pin_changes: pins } : {}),
   });
 }

@@ -4,7 +4,7 @@
  * into a fully-defaulted, path-resolved object so that the rest of the gateway
  * never has to ask "was this set?".
  */
-import { createSecretKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, createSecretKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseJsonBytes } from '../../canonical/index.ts';
@@ -30,6 +30,7 @@ export const GATEWAY_CONFIG_SCHEMA = schema as Record<string, unknown> & { $id: 
 import {
   CONFIG_DEFAULTS,
   type InvalidInputForm,
+  type PinMode,
   type ProvenanceMode,
   type ReturnMode,
   type UpstreamArtifacts,
@@ -42,6 +43,7 @@ import {
 export {
   CONFIG_DEFAULTS,
   type InvalidInputForm,
+  type PinMode,
   type ProvenanceMode,
   type ReturnMode,
   UPSTREAM_DIALECTS,
@@ -97,6 +99,10 @@ export interface UpstreamConfig {
   sharing: UpstreamSharing;
   /** Whether the gateway's artifact store is the upstream's too. */
   artifacts: UpstreamArtifacts;
+  /** Tool pinning for this upstream (its own `pin`, else `pinning.mode`). */
+  pin: PinMode;
+  /** Public keys one of which must sign the upstream's tools/list (pinning/signature.ts); empty: unsigned. */
+  pinKeys: KeyObject[];
 }
 
 export interface HttpListenConfig {
@@ -134,6 +140,8 @@ export interface GatewayConfig {
   /** `instance` absent: the environment's `MCP_ENVELOPE_INSTANCE`, else `<host>-<pid>`, decided at start. */
   logs: { enabled: boolean; dir: string; includeArguments: boolean; instance?: string };
   ids: { seed: string | undefined };
+  /** Where definition pins are kept: `file` absolute, or undefined for the ledger's file (ledger on) or memory. */
+  pinning: { mode: PinMode; file: string | undefined };
   /** The key every record is signed with, loaded once; undefined when records are not signed. */
   signing: SigningConfig | undefined;
   /** Large results as files behind signed download links. */
@@ -312,10 +320,64 @@ export function resolveGatewayConfig(
       ...(raw.logs?.instance === undefined ? {} : { instance: raw.logs.instance }),
     },
     ids: { seed: raw.ids?.seed },
+    pinning: resolvePinning(raw, upstreams, at),
     signing,
     artifacts: sharedArtifacts(resolveArtifacts(raw.artifacts ?? {}, baseDir, env), upstreams),
     rateLimits: resolveRateLimits(raw.rateLimits ?? (defaults.rateLimits as RateLimitRule[]), names),
   };
+}
+
+/**
+ * Each upstream's pinning mode, and where pins are kept. `enforce` fails
+ * closed: pins that die with the gateway cannot be accepted by an operator,
+ * so it needs the ledger's file or a pins file.
+ */
+function resolvePinning(
+  raw: RawConfig,
+  upstreams: UpstreamConfig[],
+  at: (path: string) => string,
+): GatewayConfig['pinning'] {
+  const mode = raw.pinning?.mode ?? CONFIG_DEFAULTS.pinning.mode;
+  const file = raw.pinning?.file === undefined ? undefined : at(raw.pinning.file);
+  const ledger = raw.ledger?.enabled ?? CONFIG_DEFAULTS.ledger.enabled;
+  upstreams.forEach((upstream, index) => {
+    upstream.pin = raw.upstreams[index]?.pin ?? mode;
+    if (upstream.pin === 'enforce' && file === undefined && !ledger)
+      throw configError(
+        `Upstream "${upstream.name}" pins in enforce mode, but its pins would be kept in memory only (the ledger is off and pinning.file is not set), where \`mcp-envelope tools accept\` cannot reach them`,
+        raw.upstreams[index]?.pin === undefined
+          ? '/pinning/mode'
+          : encodePointer(['upstreams', index, 'pin']),
+      );
+  });
+  return { mode, file };
+}
+
+/**
+ * A key that signs an upstream's tools/list: a PEM public key (SPKI), or a
+ * JWK in a JSON file. One that cannot be read stops the gateway (fails
+ * closed) instead of leaving its lists unchecked.
+ */
+function loadPinKey(path: string, pointer: string): KeyObject {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw configError(
+      `pinKeys file ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      pointer,
+      { path },
+    );
+  }
+  try {
+    return text.trimStart().startsWith('{')
+      ? createPublicKey({ key: JSON.parse(text) as JsonWebKey, format: 'jwk' })
+      : createPublicKey(text);
+  } catch (error) {
+    throw configError(`pinKeys file ${path} holds no public key: ${(error as Error).message}`, pointer, {
+      path,
+    });
+  }
 }
 
 /** Artifact sharing fails closed: only with a store to share, and only with a process the gateway starts. */
@@ -549,6 +611,11 @@ function resolveUpstream(
     protocol: upstream.protocol ?? defaults.protocol,
     sharing: upstream.sharing ?? defaults.sharing,
     artifacts: upstream.artifacts ?? defaults.artifacts,
+    // Resolved with the gateway-wide mode, which it overrides (resolvePinning).
+    pin: upstream.pin ?? CONFIG_DEFAULTS.pinning.mode,
+    pinKeys: (upstream.pinKeys ?? []).map((file, at) =>
+      loadPinKey(resolvePath(baseDir, file), encodePointer(['upstreams', index, 'pinKeys', at])),
+    ),
   };
 }
 
@@ -658,6 +725,8 @@ interface RawUpstream {
   protocol?: UpstreamProtocol;
   sharing?: UpstreamSharing;
   artifacts?: UpstreamArtifacts;
+  pin?: PinMode;
+  pinKeys?: string[];
 }
 
 interface RawToken {
@@ -679,6 +748,7 @@ interface RawConfig {
   ledger?: { enabled?: boolean; path?: string; checkpointIntervalMs?: number };
   logs?: { enabled?: boolean; dir?: string; includeArguments?: boolean; instance?: string };
   ids?: { seed?: string };
+  pinning?: { mode?: PinMode; file?: string };
   signing?: RawSigning;
   artifacts?: RawArtifacts;
   rateLimits?: RateLimitRule[];

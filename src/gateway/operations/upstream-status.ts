@@ -91,6 +91,31 @@ export class UpstreamStatusBoard {
     return summary;
   }
 
+  readonly #pins = new Map<string, { changes: number; refused: number }>();
+
+  /** Counts a definition of the upstream found to differ from its pin (once per definition and digest). */
+  notePinChange(upstream: string): void {
+    this.#pinCount(upstream).changes++;
+  }
+
+  /** Counts a call refused because its tool's definition differs from its pin. */
+  notePinRefusal(upstream: string): void {
+    this.#pinCount(upstream).refused++;
+  }
+
+  #pinCount(upstream: string): { changes: number; refused: number } {
+    const known = this.#pins.get(upstream);
+    if (known) return known;
+    const count = { changes: 0, refused: 0 };
+    this.#pins.set(upstream, count);
+    return count;
+  }
+
+  /** Changed definitions and refused calls, by upstream, for the upstreams that have any. */
+  pinSummary(): Record<string, { changes: number; refused: number }> {
+    return Object.fromEntries([...this.#pins].map(([upstream, count]) => [upstream, { ...count }]));
+  }
+
   /** What the upstream declared when it was last ready; undefined before it ever was. */
   declared(name: string): UpstreamDeclaration | undefined {
     return this.#declared.get(name);

@@ -22,6 +22,10 @@ import { RESULT_SCHEMA_META_KEY } from '../../mcp/tool-result.ts';
 import { PACKAGE_VERSION } from '../../version.ts';
 import { toProtocolError } from '../jsonrpc/messages.ts';
 import { collectPages } from '../jsonrpc/pagination.ts';
+import { kindOfList } from '../pinning/definitions.ts';
+import { verifySignedList } from '../pinning/observe.ts';
+import { changeMeta, PINS_META_KEY, type PinChange, type PinGuard } from '../pinning/pin-guard.ts';
+import type { SignatureVerdict } from '../pinning/signature.ts';
 import type { ClientIdentity, Upstream } from '../upstreams/upstream.ts';
 import { connectionSink, Downstream, isStatelessEra } from './downstream.ts';
 import { NAMESPACE_SEPARATOR, namespacedName, namespacedUri, splitName, splitUri } from './namespace.ts';
@@ -49,6 +53,8 @@ export interface ToolCallContext {
   serverInfo?: Implementation;
   /** Why the upstream cannot serve the call, when it is down (the tool is then unknown). */
   unavailable?: EnvelopeError;
+  /** `sha256:<hex>` of the definition the call runs under, when the upstream's tools are pinned. */
+  definitionDigest?: string;
 }
 
 /**
@@ -95,6 +101,8 @@ export interface RelayOptions {
    * never forwarded, and resources are advertised even when no upstream has them.
    */
   ownResources?: OwnResources;
+  /** Definition pins (src/gateway/pinning/): lists are checked against them, and each tools/call. */
+  pins?: PinGuard;
 }
 
 /** Resources the gateway answers for itself. */
@@ -421,6 +429,16 @@ export class Relay {
     ctx: ServerContext,
     rename: (item: Record<string, unknown>, upstream: Upstream) => Record<string, unknown>,
   ): Promise<Result> {
+    const changed: Record<string, unknown>[] = [];
+    const reviewed = async (items: unknown[], upstream: Upstream, pages: readonly Result[]) =>
+      this.#reviewed(
+        method,
+        items as Record<string, unknown>[],
+        upstream,
+        changed,
+        rename,
+        await this.#signature(method, upstream, pages),
+      );
     if (!this.#multi) {
       const upstream = this.#first();
       // Resources advertised for the gateway's own alone: the upstream has none to list.
@@ -429,7 +447,7 @@ export class Relay {
       const page = await this.#forward(upstream, method, params, ctx);
       const items = page[key];
       if (!Array.isArray(items)) return page;
-      return { ...page, [key]: items.map((item) => rename(item as Record<string, unknown>, upstream)) };
+      return this.#withPinNotes({ ...page, [key]: await reviewed(items, upstream, [page]) }, changed);
     }
     const all: Record<string, unknown>[] = [];
     const pages: CacheHints[] = [];
@@ -438,14 +456,64 @@ export class Relay {
       if (!upstream.available) continue;
       // Nor has one that never offered this kind of thing (`prompts/list` needs `prompts`, …).
       if (!this.#offers(upstream, method)) continue;
+      const own: Result[] = [];
       const items = await collectPages(async (params) => {
         const page = await this.#forward(upstream, method, params, ctx);
         pages.push(page as CacheHints);
+        own.push(page);
         return page;
       }, key);
-      for (const item of items) all.push(rename(item as Record<string, unknown>, upstream));
+      all.push(...(await reviewed(items, upstream, own)));
     }
-    return { [key]: all, ...gatheredHints(pages) };
+    return this.#withPinNotes({ [key]: all, ...gatheredHints(pages) }, changed);
+  }
+
+  /**
+   * One upstream's items of a list, checked against their pins (a changed one
+   * is noted in `changed`, and left out in `enforce`), then renamed.
+   */
+  #reviewed(
+    method: string,
+    items: Record<string, unknown>[],
+    upstream: Upstream,
+    changed: Record<string, unknown>[],
+    rename: (item: Record<string, unknown>, upstream: Upstream) => Record<string, unknown>,
+    signed: SignatureVerdict | undefined,
+  ): Record<string, unknown>[] {
+    const pins = this.#options.pins;
+    const kind = kindOfList(method);
+    if (!pins || !kind || pins.mode(upstream.name) === 'off')
+      return items.map((item) => rename(item, upstream));
+    const review = pins.review(upstream, kind, items, signed);
+    for (const change of review.changes)
+      changed.push(changeMeta(change, this.#clientName(upstream, change), pins.mode(upstream.name)));
+    return review.items.map((item) => rename(item, upstream));
+  }
+
+  /** The signature verdict on a signing upstream's tools/list pages (pinning/signature.ts). */
+  async #signature(
+    method: string,
+    upstream: Upstream,
+    pages: readonly Result[],
+  ): Promise<SignatureVerdict | undefined> {
+    const pins = this.#options.pins;
+    if (method !== 'tools/list' || !pins?.signs(upstream.name)) return undefined;
+    return pins.verifyPages(upstream, pages as Record<string, unknown>[]);
+  }
+
+  /** A changed definition's name as clients know it (a template's URI template namespaced like its URIs). */
+  #clientName(upstream: Upstream, change: PinChange): string {
+    if (!this.#multi) return change.name;
+    return change.kind === 'resource-template'
+      ? String(this.#uriOut(upstream, change.name))
+      : namespacedName(upstream.name, change.name);
+  }
+
+  /** A list result that names the definitions found changed (never removing what the upstream's `_meta` held). */
+  #withPinNotes(result: Result, changed: readonly Record<string, unknown>[]): Result {
+    if (changed.length === 0) return result;
+    const meta = (result as { _meta?: Record<string, unknown> })._meta;
+    return { ...result, _meta: { ...meta, [PINS_META_KEY]: { changed } } };
   }
 
   /** Whether an upstream offers what a list method lists (its capability, or the skills extension). */
@@ -565,15 +633,47 @@ export class Relay {
         } as unknown as CallToolResult;
       return result as CallToolResult;
     };
-    const described = handler === passthroughToolCalls ? {} : await upstream.describeForCall(name);
+    const pins = this.#options.pins;
+    const pinned = pins !== undefined && pins.mode(upstream.name) !== 'off';
+    const described =
+      handler === passthroughToolCalls && !pinned ? {} : await this.#describe(upstream, name, handler);
+    // Checked before anything goes upstream: in enforce, a changed tool is refused here. A tool
+    // the upstream does not list is the pipeline's NOT_FOUND, and one that is down its failure;
+    // in passthrough, where the upstream would be asked anyway, enforce refuses it here.
+    const unchecked = !described.tool && (described.unavailable || handler !== passthroughToolCalls);
+    const definitionDigest =
+      pinned && !unchecked
+        ? await pins.checkCall(
+            upstream,
+            described.tool,
+            () => upstream.listedTools(),
+            String(params?.name),
+            () => verifySignedList(pins, upstream),
+          )
+        : undefined;
     return handler({ ...(params as CallToolParams), name }, invoke, {
       upstream: upstream.name,
       signal: ctx.mcpReq.signal,
       ...described,
+      ...(definitionDigest ? { definitionDigest } : {}),
       ...(ctx.http?.authInfo ? { authInfo: ctx.http.authInfo } : {}),
       ...(upstream.serverInfo ? { serverInfo: upstream.serverInfo } : {}),
     });
   });
+
+  /**
+   * The tool's definition for a call. In passthrough the upstream answers for
+   * its own tools: one that cannot list them is still called (its pin check
+   * then finds no definition).
+   */
+  async #describe(
+    upstream: Upstream,
+    name: string,
+    handler: ToolCallHandler,
+  ): Promise<Awaited<ReturnType<Upstream['describeForCall']>>> {
+    if (handler !== passthroughToolCalls) return upstream.describeForCall(name);
+    return upstream.describeForCall(name).catch(() => ({}));
+  }
 
   #registerHandlers(capabilities: ServerCapabilities): void {
     const server = this.server;
@@ -659,6 +759,8 @@ export class Relay {
       if (request.method === 'tools/call') return this.#toolsCall(request, ctx);
       if (request.method === 'tools/list') return this.#toolsList(request, ctx);
       if (this.#multi) return this.#other(request.method)(request, ctx);
+      // One upstream's skills pass as they are, checked against their pins on the way.
+      if (request.method === SKILLS_LIST && this.#options.pins) return this.#singleSkills(request, ctx);
       try {
         return await this.#forward(this.#first(), request.method, request.params, ctx);
       } catch (error) {
@@ -672,6 +774,10 @@ export class Relay {
       for (const upstream of this.#upstreams) await upstream.notify(notification);
     };
   }
+
+  readonly #singleSkills = this.#handle((params, ctx) =>
+    this.#list(SKILLS_LIST, 'skills', params, ctx, (skill) => skill),
+  );
 
   /**
    * Methods outside the core set, with several upstreams: skills and their

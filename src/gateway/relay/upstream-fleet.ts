@@ -2,6 +2,7 @@ import type { ServerCapabilities } from '@modelcontextprotocol/server';
 import type { ArtifactService } from '../../artifacts/service.ts';
 import type { EnvelopeError } from '../../errors/index.ts';
 import type { UpstreamStatusBoard } from '../operations/upstream-status.ts';
+import { observeDefinitions } from '../pinning/observe.ts';
 import { causeLines } from '../upstreams/child-transport.ts';
 import { EraMemory } from '../upstreams/protocol-era.ts';
 import { operatorView } from '../upstreams/redact.ts';
@@ -166,6 +167,8 @@ export class UpstreamFleet {
     for (const upstream of upstreams) {
       this.status?.observe(upstream);
       this.#remember(upstream);
+      // What it lists now is pinned, or compared with its pins, before any client asks.
+      if (this.options.pins) void observeDefinitions(this.options.pins, upstream);
     }
   }
 
@@ -231,8 +234,9 @@ export class UpstreamFleet {
 
   /**
    * Keeps the status board and the capability memory current for one upstream,
-   * and reports it giving up and, once reported down, coming back. Returns the
-   * unsubscribe.
+   * and reports it giving up and, once reported down, coming back; with pins,
+   * compares its definitions with them now, when it is back and when it says
+   * a list changed. Returns the unsubscribe.
    */
   watch(upstream: Upstream): () => void {
     const offGaveUp = upstream.onGaveUp((restarts) => {
@@ -242,14 +246,21 @@ export class UpstreamFleet {
           'calls to it fail until the gateway is restarted',
       );
     });
+    const pins = this.options.pins;
     const offRecovered = upstream.onRecovered(() => {
       this.status?.observe(upstream);
       if (this.#reportedDown.delete(upstream)) this.report(`upstream ${upstream.name} is back`);
       this.#remember(upstream);
+      // A restarted upstream may list other definitions than before.
+      if (pins) void observeDefinitions(pins, upstream);
     });
+    const offChanged = pins
+      ? upstream.onListChanged((method) => void observeDefinitions(pins, upstream, method))
+      : () => {};
     return () => {
       offGaveUp();
       offRecovered();
+      offChanged();
     };
   }
 

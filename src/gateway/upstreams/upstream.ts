@@ -166,6 +166,13 @@ const RELAYABLE_CAPABILITIES: ClientCapabilities = {
 
 const SERVER_TO_CLIENT_METHODS = ['sampling/createMessage', 'elicitation/create', 'roots/list'] as const;
 
+/** The notifications that say one of the upstream's lists changed. */
+const LIST_CHANGED: ReadonlySet<string> = new Set([
+  'notifications/tools/list_changed',
+  'notifications/prompts/list_changed',
+  'notifications/resources/list_changed',
+]);
+
 /** What an upstream is doing: `Upstream.state` names it, `Upstream.onStateChange` reports each change. */
 export type UpstreamStateKind =
   | 'idle'
@@ -373,6 +380,17 @@ export class Upstream {
     this.#recoveryListeners.add(listener);
     return () => this.#recoveryListeners.delete(listener);
   }
+
+  /**
+   * Calls `listener` with the method of each `notifications/{tools,prompts,resources}/list_changed`
+   * the upstream sends (definition pins compare the new lists); returns the unsubscribe.
+   */
+  onListChanged(listener: (method: string) => void): () => void {
+    this.#listChangedListeners.add(listener);
+    return () => this.#listChangedListeners.delete(listener);
+  }
+
+  readonly #listChangedListeners = new Set<(method: string) => void>();
 
   /** Called when the restart budget is spent: the upstream stays down until the gateway restarts. */
   onGaveUp(listener: (restarts: number) => void): () => void {
@@ -707,6 +725,8 @@ export class Upstream {
     };
     client.fallbackNotificationHandler = async (notification) => {
       if (notification.method === 'notifications/tools/list_changed') connection.tools = undefined;
+      if (LIST_CHANGED.has(notification.method))
+        for (const listener of [...this.#listChangedListeners]) listener(notification.method);
       await this.#hooks?.onNotification(notification);
     };
     // The HTTP transport calls onclose on every close(); one end is handled once.
@@ -983,8 +1003,13 @@ export class Upstream {
    * list changes or the upstream restarts.
    */
   async describeTool(name: string): Promise<Tool | undefined> {
+    return (await this.listedTools()).get(name);
+  }
+
+  /** The upstream's whole tools/list by name, kept as `describeTool` keeps it. */
+  listedTools(): Promise<ReadonlyMap<string, Tool>> {
     const connection = this.#latest;
-    if (!connection) return (await this.#listTools()).get(name);
+    if (!connection) return this.#listTools();
     let tools = connection.tools;
     if (!tools) {
       const listing = this.#listTools();
@@ -994,7 +1019,7 @@ export class Upstream {
         if (connection.tools === listing) connection.tools = undefined;
       });
     }
-    return (await tools).get(name);
+    return tools;
   }
 
   /**

@@ -70,6 +70,8 @@ function record(ctx: CallContext, decision: Decision, controls: CallControls): P
         mediaType: 'application/json',
         // The canonical text digests as the value does: the arguments are canonicalized once per call.
         content: canonical ? { text: canonical.text } : { json: call.arguments ?? {} },
+        // The arguments were read against this definition: a label is where an artifact says such things.
+        ...(call.tool.definitionDigest ? { labels: { tool_definition: call.tool.definitionDigest } } : {}),
       },
     ],
     result: decision.result,

@@ -24,6 +24,12 @@ export interface PipelineTool {
   version?: string;
   inputSchema?: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
+  /**
+   * `sha256:<hex>` (RFC 8785) of the definition the call ran under, when the
+   * gateway pins its tools: the record's arguments carry it as the label
+   * `tool_definition`.
+   */
+  definitionDigest?: string;
 }
 
 export type ToolArguments = Record<string, unknown> | undefined;

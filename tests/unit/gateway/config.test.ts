@@ -64,6 +64,8 @@ describe('loadGatewayConfig', () => {
         protocol: 'auto',
         sharing: 'shared',
         artifacts: 'own',
+        pin: 'warn',
+        pinKeys: [],
       },
     ]);
     expect(config.tiers).toBeUndefined();
@@ -76,6 +78,53 @@ describe('loadGatewayConfig', () => {
     });
     expect(config.logs).toEqual({ enabled: true, dir: join(dir, 'runs'), includeArguments: false });
     expect(config.ids).toEqual({ seed: undefined });
+    expect(config.pinning).toEqual({ mode: 'warn', file: undefined });
+  });
+
+  it("resolves each upstream's pinning mode, and refuses enforce with pins kept in memory only", () => {
+    const both = (pinning: unknown, pin?: string, ledger = true) => ({
+      upstreams: [
+        { name: 'a', stdio: { command: 'x' }, ...(pin ? { pin } : {}) },
+        { name: 'b', stdio: { command: 'y' } },
+      ],
+      ...(pinning ? { pinning } : {}),
+      ledger: { enabled: ledger },
+    });
+    const mixed = loadGatewayConfig(
+      write('pins.json', both({ mode: 'off', file: 'p/pins.sqlite' }, 'enforce')),
+    );
+    expect(mixed.upstreams.map((upstream) => upstream.pin)).toEqual(['enforce', 'off']);
+    expect(mixed.pinning).toEqual({ mode: 'off', file: join(dir, 'p/pins.sqlite') });
+    // Enforce with the ledger on keeps pins in the ledger's file.
+    expect(() => loadGatewayConfig(write('pins-ledger.json', both({ mode: 'enforce' })))).not.toThrow();
+    const memory = failure(() =>
+      loadGatewayConfig(write('pins-memory.json', both(undefined, 'enforce', false))),
+    );
+    expect(memory.code).toBe('CONFIG_INVALID');
+    expect(memory.details?.pointer).toBe('/upstreams/0/pin');
+    expect(memory.message).toMatch(/tools accept/);
+    const global = failure(() =>
+      loadGatewayConfig(write('pins-global.json', both({ mode: 'enforce' }, undefined, false))),
+    );
+    expect(global.details?.pointer).toBe('/pinning/mode');
+    // A key that cannot be read stops the gateway rather than leaving lists unchecked.
+    const keyless = failure(() =>
+      loadGatewayConfig(
+        write('pins-keys.json', {
+          upstreams: [{ name: 'a', stdio: { command: 'x' }, pinKeys: ['nope.pem'] }],
+        }),
+      ),
+    );
+    expect(keyless).toMatchObject({ code: 'CONFIG_INVALID', details: { pointer: '/upstreams/0/pinKeys/0' } });
+    writeFileSync(join(dir, 'not-a-pin-key.pem'), 'hello');
+    const garbage = failure(() =>
+      loadGatewayConfig(
+        write('pins-garbage.json', {
+          upstreams: [{ name: 'a', stdio: { command: 'x' }, pinKeys: ['not-a-pin-key.pem'] }],
+        }),
+      ),
+    );
+    expect(garbage.message).toMatch(/holds no public key/);
   });
 
   it('reads tokens and headers from the environment and defaults the HTTP listener', () => {
