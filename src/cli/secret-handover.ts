@@ -5,7 +5,7 @@ import { EnvelopeError } from '../errors/index.ts';
 
 /**
  * Secrets a configuration reads from the environment (`tokenEnv`, `keyEnv`,
- * `headersFromEnv`, `envFromEnv`) must not stay where an upstream can read
+ * `headersFromEnv`, `envFromEnv`, `clientSecretEnv`) must not stay where an upstream can read
  * them. Removing them from `process.env` is not enough on Linux:
  * `/proc/<pid>/environ` shows the environment the process was started with,
  * and any process of the same user (an upstream, a tool it runs) may read it.

@@ -99,6 +99,13 @@ export const CONFIG_DEFAULTS = deepFreeze({
   },
   auth: { tokens: TOP.auth.properties.tokens.default as unknown[] },
   token: { optional: schema.$defs.token.properties.optional.default },
+  oauth: {
+    algorithms: schema.$defs.oauth.properties.algorithms.default as string[],
+    clockSkewSeconds: schema.$defs.oauth.properties.clockSkewSeconds.default,
+    requiredScopes: schema.$defs.oauth.properties.requiredScopes.default as string[],
+    tiers: schema.$defs.oauth.properties.tiers.default as { scope: string; tier: string }[],
+    dpop: schema.$defs.oauth.properties.dpop.default as 'off' | 'allowed' | 'required',
+  },
   ledger: {
     enabled: TOP.ledger.properties.enabled.default,
     path: TOP.ledger.properties.path.default,

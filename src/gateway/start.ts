@@ -148,7 +148,7 @@ export function exposureWarning(config: GatewayConfig, url?: string): string | u
   if (!listen || isLoopback(listen.host) || config.auth.required) return undefined;
   return (
     `WARNING: HTTP at ${url ?? `${listen.host}:${listen.port}`} is open to the network and no bearer token is required: ` +
-    'anyone who can reach this address can call every tool. Configure auth.tokens, or bind 127.0.0.1.'
+    'anyone who can reach this address can call every tool. Configure auth.tokens or auth.oauth, or bind 127.0.0.1.'
   );
 }
 
@@ -227,7 +227,10 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   const report = options.onError ?? (() => {});
   // What upstreams write on stderr reaches callers in failures; the gateway's own credentials never do.
-  rememberCredentials(config.auth.tokens.map(({ token }) => token));
+  rememberCredentials([
+    ...config.auth.tokens.map(({ token }) => token),
+    ...(config.auth.oauth?.introspection ? [config.auth.oauth.introspection.clientSecret] : []),
+  ]);
   for (const upstream of config.upstreams) rememberCredentials(credentialsOf(upstreamSpec(upstream)));
   const ledger = config.ledger.enabled ? Ledger.open(config.ledger.path) : undefined;
   // With a signing key, the ledger's log is checkpointed as it grows and when the gateway stops.
@@ -336,6 +339,7 @@ export async function startGateway(
           if (reason !== 'ended' && reason !== 'shutdown') report(`session ${id} closed: ${reason}`);
         },
         tokens: config.auth.tokens.map(({ name, token, tier }) => ({ name, token, tier })),
+        ...(config.auth.oauth ? { oauth: config.auth.oauth } : {}),
         authRequired: config.auth.required,
         path: listen.path,
         mode: config.upstreams.map((upstream) => `${upstream.name}: ${upstream.dialect}`).join(', '),

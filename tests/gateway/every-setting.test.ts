@@ -24,7 +24,16 @@ import { signDownloadId } from '../../src/artifacts/download-ids.ts';
 import { FolderArtifactStore } from '../../src/artifacts/folder-store.ts';
 import { Keyring } from '../../src/artifacts/keyring.ts';
 import { DeterministicIds } from '../../src/ids/index.ts';
+
 import { callToolWithRetry } from '../../src/mcp/read-tool-result.ts';
+import {
+  type AuthServer,
+  GATEWAY_CLIENT_ID,
+  GATEWAY_CLIENT_SECRET,
+  INTROSPECTION_ALIAS,
+  startAuthServer,
+} from '../support/auth-server.ts';
+import { dpopKey, dpopProof } from '../support/dpop.ts';
 import { runCli } from './gateway-process.ts';
 import { BIN, initializeMessage, NODE, ROOT, type Running, startListening, stopChild } from './processes.ts';
 
@@ -1839,6 +1848,240 @@ describe('return modes (artifacts.inlineMaxBytes, artifacts.defaultReturnMode)',
       expect(stored).toMatchObject({ return_mode: 'mcp_resource' });
       // Over this gateway's 1000, with base64 as its default: left inline.
       expect(resultOf(await varied.call('large_text', { bytes: 4000 }))).toBe('x'.repeat(4000));
+    },
+  );
+});
+
+// ---------------------------------------------------------------------------
+// OAuth: gateways that are resource servers of a real authorization server (oidc-provider).
+// `configured` has most settings away from their defaults, `oauthDefaults` has the contrast (and a
+// resource and default tier of its own), `tenant` an issuer without metadata and DPoP required,
+// `eddsa` other algorithms.
+
+describe('auth.oauth', () => {
+  const AUDIENCE = 'urn:mcp-envelope:every-setting';
+  const RESOURCE = 'http://mcp.example.test/mcp';
+  let as: AuthServer;
+  let configured: HttpGateway;
+  let oauthDefaults: HttpGateway;
+  let tenant: HttpGateway;
+  let eddsa: HttpGateway;
+  const gated = { tools: { whoami: 'pro' } };
+  const inSeconds = (seconds: number): number => Math.floor(Date.now() / 1000) + seconds;
+
+  beforeAll(async () => {
+    as = await startAuthServer();
+    stops.push(() => as.close());
+    const http = { stdio: false, http: { port: 0 } };
+    const quiet = { ledger: { enabled: false }, logs: { enabled: false }, artifacts: { enabled: false } };
+    [configured, oauthDefaults, tenant, eddsa] = await Promise.all([
+      startHttp(
+        folder('oauth-configured'),
+        {
+          upstreams: [probe('probe')],
+          listen: http,
+          auth: {
+            oauth: {
+              issuer: as.issuer,
+              audience: AUDIENCE,
+              requiredScopes: ['mcp:tools'],
+              tiers: [{ scope: 'mcp:pro', tier: 'pro' }],
+              clockSkewSeconds: 0,
+              introspection: {
+                endpoint: `${as.issuer}${INTROSPECTION_ALIAS}`,
+                clientId: GATEWAY_CLIENT_ID,
+                clientSecretEnv: 'EVERY_SETTING_INTROSPECTION_SECRET',
+              },
+            },
+          },
+          tiers: gated,
+          ...quiet,
+        },
+        { EVERY_SETTING_INTROSPECTION_SECRET: GATEWAY_CLIENT_SECRET },
+      ),
+      startHttp(folder('oauth-defaults'), {
+        upstreams: [probe('probe')],
+        listen: http,
+        auth: { oauth: { issuer: as.issuer, resource: RESOURCE, defaultTier: 'pro' } },
+        tiers: gated,
+        ...quiet,
+      }),
+      startHttp(folder('oauth-tenant'), {
+        upstreams: [probe('probe')],
+        listen: http,
+        auth: { oauth: { issuer: `${as.issuer}/tenant`, jwksUri: `${as.issuer}/jwks`, dpop: 'required' } },
+        ...quiet,
+      }),
+      startHttp(folder('oauth-eddsa'), {
+        upstreams: [probe('probe')],
+        listen: http,
+        auth: { oauth: { issuer: as.issuer, algorithms: ['EdDSA'] } },
+        ...quiet,
+      }),
+    ]);
+  });
+
+  /** The status and error code of an initialize with `headers`. */
+  async function refusalOf(
+    url: string,
+    headers: Record<string, string>,
+  ): Promise<[number, string | undefined]> {
+    const answer = await initialize(url, headers);
+    if (answer.status === 200) {
+      await answer.text();
+      return [200, undefined];
+    }
+    return [answer.status, ((await answer.json()) as { error: { code: string } }).error.code];
+  }
+
+  proves(
+    ['auth.oauth.issuer', 'auth.oauth.audience', 'auth.oauth.requiredScopes'],
+    'auth.oauth.issuer, audience and requiredScopes decide which access tokens are accepted',
+    async () => {
+      const token = (claims: Record<string, unknown>) =>
+        as.sign({ aud: AUDIENCE, sub: 'alice', scope: 'mcp:tools', exp: inSeconds(300), ...claims });
+      // The configured audience is accepted beside the resource; the default gateway wants its resource.
+      expect(await refusalOf(configured.url, bearer(await token({})))).toEqual([200, undefined]);
+      expect(await refusalOf(oauthDefaults.url, bearer(await token({})))).toEqual([401, 'TOKEN_AUDIENCE']);
+      expect(await refusalOf(configured.url, bearer(await token({ aud: configured.url })))).toEqual([
+        200,
+        undefined,
+      ]);
+      // Another issuer's token, signed with the same key, is not this issuer's.
+      expect(await refusalOf(configured.url, bearer(await token({ iss: `${as.issuer}/other` })))).toEqual([
+        401,
+        'TOKEN_ISSUER',
+      ]);
+      // Without the required scope: 403 here, accepted where no scope is required.
+      const unscoped = await token({ scope: 'mcp:read' });
+      const refused = await initialize(configured.url, bearer(unscoped));
+      expect(refused.status).toBe(403);
+      expect(refused.headers.get('www-authenticate')).toContain('error="insufficient_scope", ');
+      expect(refused.headers.get('www-authenticate')).toContain('scope="mcp:tools"');
+      await refused.text();
+      expect(
+        await refusalOf(oauthDefaults.url, bearer(await token({ aud: RESOURCE, scope: 'mcp:read' }))),
+      ).toEqual([200, undefined]);
+    },
+  );
+
+  proves(
+    ['auth.oauth.resource'],
+    'auth.oauth.resource is the resource of the metadata and the audience tokens need',
+    async () => {
+      const metadataOf = async (url: string) =>
+        (await (await fetch(new URL('/.well-known/oauth-protected-resource/mcp', url))).json()) as {
+          resource: string;
+        };
+      expect((await metadataOf(oauthDefaults.url)).resource).toBe(RESOURCE);
+      // By default, the URL the gateway listens on.
+      expect((await metadataOf(configured.url)).resource).toBe(configured.url);
+      const forResource = await as.sign({ aud: RESOURCE, sub: 'alice', exp: inSeconds(300) });
+      expect(await refusalOf(oauthDefaults.url, bearer(forResource))).toEqual([200, undefined]);
+      const forUrl = await as.sign({ aud: oauthDefaults.url, sub: 'alice', exp: inSeconds(300) });
+      expect(await refusalOf(oauthDefaults.url, bearer(forUrl))).toEqual([401, 'TOKEN_AUDIENCE']);
+    },
+  );
+
+  proves(
+    ['auth.oauth.tiers[].scope', 'auth.oauth.tiers[].tier', 'auth.oauth.defaultTier'],
+    "auth.oauth.tiers give a token's tier by its scopes, defaultTier when none matches",
+    async () => {
+      const [pro, plain, defaulted] = await Promise.all([
+        as.sign({ aud: configured.url, sub: 'alice', scope: 'mcp:tools mcp:pro', exp: inSeconds(300) }),
+        as.sign({ aud: configured.url, sub: 'bob', scope: 'mcp:tools', exp: inSeconds(300) }),
+        as.sign({ aud: RESOURCE, sub: 'carol', exp: inSeconds(300) }),
+      ]);
+      const clients = await Promise.all([
+        sdkClient(configured.url, pro),
+        sdkClient(configured.url, plain),
+        sdkClient(oauthDefaults.url, defaulted),
+      ]);
+      try {
+        const [asPro, asPlain, asDefaulted] = await Promise.all(
+          clients.map((client) => client.callTool({ name: 'whoami', arguments: {} })),
+        );
+        expect(resultOf<Facts>(asPro).pid).toBeTypeOf('number');
+        // No tier scope: the anonymous tier by default, below the gate.
+        expect(errorOf(asPlain)?.code).toBe('UPGRADE_REQUIRED');
+        // defaultTier pro: through the gate without a tier scope.
+        expect(resultOf<Facts>(asDefaulted).pid).toBeTypeOf('number');
+      } finally {
+        await Promise.all(clients.map((client) => client.close()));
+      }
+    },
+  );
+
+  proves(
+    ['auth.oauth.clockSkewSeconds'],
+    'auth.oauth.clockSkewSeconds is how long past exp a token is still accepted',
+    async () => {
+      const lately = (aud: string) => as.sign({ aud, sub: 'alice', scope: 'mcp:tools', exp: inSeconds(-10) });
+      expect(await refusalOf(configured.url, bearer(await lately(configured.url)))).toEqual([
+        401,
+        'TOKEN_EXPIRED',
+      ]);
+      expect(await refusalOf(oauthDefaults.url, bearer(await lately(RESOURCE)))).toEqual([200, undefined]);
+    },
+  );
+
+  proves(
+    ['auth.oauth.algorithms'],
+    'auth.oauth.algorithms are the only signature algorithms accepted',
+    async () => {
+      const es256 = (aud: string) => as.sign({ aud, sub: 'alice', exp: inSeconds(300) });
+      expect(await refusalOf(eddsa.url, bearer(await es256(eddsa.url)))).toEqual([401, 'TOKEN_ALGORITHM']);
+      expect(await refusalOf(oauthDefaults.url, bearer(await es256(RESOURCE)))).toEqual([200, undefined]);
+    },
+  );
+
+  proves(
+    ['auth.oauth.jwksUri', 'auth.oauth.dpop'],
+    'auth.oauth.jwksUri is where the keys are when the issuer publishes no metadata; dpop required wants bound tokens',
+    async () => {
+      // No metadata under the tenant issuer: only the configured key set can check its tokens.
+      expect((await fetch(`${as.issuer}/tenant/.well-known/openid-configuration`)).status).toBe(404);
+      const key = await dpopKey();
+      const claims = { iss: `${as.issuer}/tenant`, aud: tenant.url, sub: 'alice', exp: inSeconds(300) };
+      const bound = await as.sign({ ...claims, cnf: { jkt: key.jkt } });
+      const proof = await dpopProof(key, bound, { htu: tenant.url });
+      expect(await refusalOf(tenant.url, { authorization: `DPoP ${bound}`, dpop: proof })).toEqual([
+        200,
+        undefined,
+      ]);
+      // A bearer token where DPoP is required; accepted where it is off (the default).
+      expect(await refusalOf(tenant.url, bearer(await as.sign(claims)))).toEqual([401, 'DPOP_INVALID']);
+      const plain = await as.sign({ ...claims, iss: as.issuer, aud: RESOURCE });
+      expect(await refusalOf(oauthDefaults.url, bearer(plain))).toEqual([200, undefined]);
+      expect(await refusalOf(oauthDefaults.url, { authorization: `DPoP ${plain}`, dpop: proof })).toEqual([
+        401,
+        'DPOP_INVALID',
+      ]);
+    },
+  );
+
+  proves(
+    [
+      'auth.oauth.introspection.endpoint',
+      'auth.oauth.introspection.clientId',
+      'auth.oauth.introspection.clientSecretEnv',
+    ],
+    'auth.oauth.introspection checks opaque tokens at the endpoint configured, with the gateway client',
+    async () => {
+      as.resource = configured.url;
+      as.format = 'opaque';
+      let token: string;
+      try {
+        token = (await as.clientCredentials('mcp:tools')).access_token as string;
+      } finally {
+        as.format = 'jwt';
+      }
+      expect(token.includes('.')).toBe(false);
+      const before = as.requests.filter((path) => path === INTROSPECTION_ALIAS).length;
+      expect(await refusalOf(configured.url, bearer(token))).toEqual([200, undefined]);
+      expect(as.requests.filter((path) => path === INTROSPECTION_ALIAS).length).toBe(before + 1);
+      // Without introspection an opaque token is not one the gateway can read.
+      expect(await refusalOf(oauthDefaults.url, bearer(token))).toEqual([401, 'UNAUTHORIZED']);
     },
   );
 });

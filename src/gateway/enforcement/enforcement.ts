@@ -104,6 +104,19 @@ function principalOf(context: ToolCallContext, transport: CallTransport): string
   return transport === 'stdio' ? LOCAL_PRINCIPAL : 'anonymous';
 }
 
+/**
+ * Who a credential says the caller is, for the call log: the principal and,
+ * for an OAuth access token, its client; nothing for callers no credential
+ * authenticated (their principal is an address or a session, not a who).
+ */
+function callerOf(context: ToolCallContext): { principal?: string; clientId?: string } {
+  const authInfo = context.authInfo;
+  const principal = authInfo?.extra?.principal;
+  if (tierOf(context) === undefined || typeof principal !== 'string') return {};
+  const oauth = typeof authInfo?.extra?.subject === 'string';
+  return { principal, ...(oauth && authInfo?.clientId ? { clientId: authInfo.clientId } : {}) };
+}
+
 /** The tier a bearer token gave the caller; undefined for callers no token authenticated. */
 function tierOf(context: ToolCallContext): string | undefined {
   const tier = context.authInfo?.extra?.tier;
@@ -233,6 +246,7 @@ export class Enforcement {
         transport,
         route,
         ...(tier === undefined ? {} : { tier }),
+        ...callerOf(context),
         arguments: params.arguments,
       };
       let reported = false;

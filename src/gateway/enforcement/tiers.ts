@@ -37,6 +37,8 @@ export interface TierInputs {
   upstreams: readonly { name: string; dialect?: string; tiers?: RawUpstreamTiers }[];
   /** Every configured token, including optional ones whose variable is unset. */
   tokens: readonly { tier: string }[];
+  /** `auth.oauth`: the tiers its scopes give, and the tier of a token none matches. */
+  oauth?: { tiers?: readonly { tier: string }[]; defaultTier?: string };
 }
 
 export interface ResolvedTiers {
@@ -75,6 +77,10 @@ export function resolveTiers(raw: TierInputs, file?: string): ResolvedTiers {
   raw.tokens.forEach((token, index) => {
     known(token.tier, ['auth', 'tokens', index, 'tier']);
   });
+  raw.oauth?.tiers?.forEach((entry, index) => {
+    known(entry.tier, ['auth', 'oauth', 'tiers', index, 'tier']);
+  });
+  if (raw.oauth?.defaultTier !== undefined) known(raw.oauth.defaultTier, ['auth', 'oauth', 'defaultTier']);
 
   const add = (upstream: string, tool: string, value: RawToolTier, path: (string | number)[]): void => {
     // Passthrough upstreams go through the same gate: a refusal is the gateway's own envelope.

@@ -36,13 +36,16 @@ export function openScope(req: IncomingMessage, res: ServerResponse): RequestSco
 }
 
 /**
- * Who the request's traffic is counted against and owned by: its bearer
- * token, else (anonymous) the address it came from.
+ * Who the request's traffic is counted against and owned by: its static
+ * bearer token (`token:<name>`), its OAuth issuer and subject
+ * (`oauth:<issuer>#<subject>`, the same principal whichever token it holds
+ * now), else (anonymous) the address it came from.
  */
 export function ownerOf(scope: RequestScope): string {
-  return scope.principal
-    ? `token:${scope.principal.tokenId}`
-    : `anonymous:${scope.req.socket.remoteAddress ?? 'unknown'}`;
+  const principal = scope.principal;
+  if (!principal) return `anonymous:${scope.req.socket.remoteAddress ?? 'unknown'}`;
+  // An OAuth principal's id is already `oauth:<issuer>#<subject>`.
+  return principal.oauth ? principal.tokenId : `token:${principal.tokenId}`;
 }
 
 /**
@@ -76,14 +79,31 @@ export function authInfoOf(scope: RequestScope): AuthInfo {
   if (scope.authInfo) return scope.authInfo;
   const extra: Record<string, unknown> = { principal: ownerOf(scope) };
   const principal = scope.principal;
-  const authInfo: AuthInfo = principal
+  const oauth = principal?.oauth;
+  // `token` names the principal, never the credential: handlers and upstreams must not be able to replay it.
+  const authInfo: AuthInfo = oauth
     ? {
-        token: principal.tokenId,
-        clientId: principal.tokenId,
-        scopes: [],
-        extra: { tier: principal.tier, ...extra },
+        token: (principal as Principal).tokenId,
+        clientId: oauth.clientId ?? '',
+        scopes: oauth.scopes,
+        ...(oauth.expiresAt === undefined ? {} : { expiresAt: oauth.expiresAt }),
+        resource: new URL(oauth.resource),
+        extra: {
+          tier: (principal as Principal).tier,
+          ...extra,
+          subject: oauth.subject,
+          issuer: oauth.issuer,
+          ...(oauth.tokenId === undefined ? {} : { tokenId: oauth.tokenId }),
+        },
       }
-    : { token: '', clientId: '', scopes: [], extra };
+    : principal
+      ? {
+          token: principal.tokenId,
+          clientId: principal.tokenId,
+          scopes: [],
+          extra: { tier: principal.tier, ...extra },
+        }
+      : { token: '', clientId: '', scopes: [], extra };
   scope.authInfo = authInfo;
   scopes.set(authInfo, scope);
   return authInfo;

@@ -9,7 +9,7 @@ import type { UpstreamDeclaration, UpstreamState } from '../operations/upstream-
 import { NAMESPACE_SEPARATOR } from '../relay/namespace.ts';
 import { advertisedServerInfo } from '../relay/relay.ts';
 import type { GatewayOptions } from '../relay/upstream-fleet.ts';
-import type { BearerAuth } from './auth.ts';
+import type { Authenticator } from './auth.ts';
 import { sendError } from './reply.ts';
 
 /**
@@ -298,7 +298,7 @@ export function isServerCardPath(path: string | undefined, mcpPath: string): boo
 export interface ServeCardOptions {
   gateway: GatewayOptions;
   mcpPath: string;
-  auth: BearerAuth;
+  auth: Authenticator;
   authRequired: boolean;
 }
 
@@ -318,7 +318,11 @@ const CORS: Record<string, string> = {
  * may see the info page. The card carries live states, so it is revalidated
  * (ETag, 304) rather than cached for a time.
  */
-export function serveServerCard(req: IncomingMessage, res: ServerResponse, options: ServeCardOptions): void {
+export async function serveServerCard(
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: ServeCardOptions,
+): Promise<void> {
   const method = req.method ?? 'GET';
   if (method === 'OPTIONS') {
     res.writeHead(204, { ...CORS, 'access-control-max-age': '600' });
@@ -334,8 +338,8 @@ export function serveServerCard(req: IncomingMessage, res: ServerResponse, optio
   const presented = req.headers.authorization;
   let authenticated = false;
   if (presented !== undefined && (options.authRequired || options.auth.enabled)) {
-    // Throws AUTH_REQUIRED / UNAUTHORIZED for a token that is malformed or not one of ours.
-    options.auth.authenticate(presented);
+    // Throws the refusal for a token that is malformed or not one of ours.
+    await options.auth.authenticate(req, (req.url ?? '/').split('?')[0] ?? '/');
     authenticated = true;
   }
   const board = options.gateway.status;

@@ -8,7 +8,7 @@ import { CONFIG_DEFAULTS } from '../defaults.ts';
 import type { UpstreamFleet } from '../relay/upstream-fleet.ts';
 import { type SessionCloseReason, SessionTable } from '../transports/2025-11-25/sessions.ts';
 import { StatelessHttp } from '../transports/2026-07-28/stateless-http.ts';
-import { authenticate, BearerAuth, challengeHeaders, type TokenGrant } from './auth.ts';
+import { Authenticator, authenticate, BearerAuth, type TokenGrant } from './auth.ts';
 import { readMessage } from './body.ts';
 import { dispatchByEra, type EraHandlers, refuseMethod } from './dispatch.ts';
 import {
@@ -22,6 +22,8 @@ import {
 import { DEFAULT_HTTP_PATH } from './endpoint.ts';
 import { sendHealth } from './health.ts';
 import { type InfoPageSource, sendInfoPage, wantsInfoPage } from './info-page.ts';
+import { isProtectedResourcePath, serveProtectedResource } from './oauth/metadata-route.ts';
+import { type OAuthOptions, OAuthResourceServer } from './oauth/resource-server.ts';
 import { allowedBy, checkOrigin, type OriginPolicy } from './origin.ts';
 import { retryAfterOnDenial } from './rate-limit.ts';
 import { sendError, sendJson } from './reply.ts';
@@ -46,8 +48,14 @@ export interface HttpGatewayOptions extends OriginPolicy {
   /** Bearer tokens, each mapped to a tier. */
   tokens?: readonly TokenGrant[];
   /**
-   * Refuse requests without a valid bearer token (default: whenever tokens are
-   * given). Fails closed: required with no token configured, every request is refused.
+   * OAuth access tokens (the gateway as an OAuth 2.1 resource server), beside
+   * or instead of `tokens`: a presented token that is not one of `tokens` is
+   * checked as an access token.
+   */
+  oauth?: OAuthOptions;
+  /**
+   * Refuse requests without a valid bearer token (default: whenever tokens or
+   * OAuth are given). Fails closed: required with no token configured, every request is refused.
    */
   authRequired?: boolean;
   /** The MCP endpoint's path (default `/mcp`). */
@@ -140,9 +148,10 @@ function sendIndex(scope: RequestScope, mcpPath: string, downloadPath: string | 
  * the pool (upstream-pool.ts), except for upstreams configured `per-session`, which each
  * 2025-era session starts for itself.
  *
- * What follows is a route table: `/healthz`, downloads, the MCP path, the
- * ledger viewer under `/ledger` (src/ledger/web/; its own token or session guard), the
- * root. Every request goes through the Host/Origin guard first; on the MCP
+ * What follows is a route table: `/healthz`, downloads, the protected
+ * resource metadata (with OAuth), the server card, the MCP path, the ledger
+ * viewer under `/ledger` (src/ledger/web/; its own token or session guard),
+ * the root. Every request goes through the Host/Origin guard first; on the MCP
  * path, the bearer-token guard, then the page for a browser, else the body
  * and rate-limit guards and the era's handler (dispatch.ts). Each guard is a
  * function of the request's scope (scope.ts) and either lets it pass, answers
@@ -150,7 +159,7 @@ function sendIndex(scope: RequestScope, mcpPath: string, downloadPath: string | 
  */
 export async function startHttpGateway(options: HttpGatewayOptions): Promise<HttpGateway> {
   const maxBody = options.maxBodyBytes ?? CONFIG_DEFAULTS.listen.http.bodyLimitBytes;
-  const auth = new BearerAuth(options.tokens ?? []);
+  const auth = new Authenticator(new BearerAuth(options.tokens ?? []), options.oauth !== undefined);
   const authRequired = options.authRequired ?? auth.enabled;
   const allowed = allowedBy(options);
   const mcpPath = options.path ?? DEFAULT_HTTP_PATH;
@@ -182,7 +191,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         ledger: options.ledger,
         ...(options.ledgerPublicKey ? { publicKey: options.ledgerPublicKey } : {}),
         ...(authRequired || auth.enabled
-          ? { auth: { required: authRequired, check: (token: string) => validToken(auth, token) } }
+          ? { auth: { required: authRequired, check: (token: string) => validToken(auth.static, token) } }
           : {}),
         onError: report,
       })
@@ -203,7 +212,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
 
   /** The MCP path: the token guard, then the page, or the body and rate-limit guards and the era's handler. */
   async function serveMcp(scope: RequestScope): Promise<void> {
-    authenticate(scope, auth, authRequired);
+    await authenticate(scope, auth, authRequired);
     if (wantsInfoPage(scope)) return sendInfoPage(scope, page);
     if (refuseMethod(scope, mcpPath)) return;
     if (scope.req.method === 'POST') {
@@ -220,6 +229,8 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     if (path === '/healthz') return sendHealth(scope, options.fleet.status);
     if (options.downloads && path === downloadPath && path !== mcpPath)
       return downloadBounded(scope, options.downloads.handler, downloads, downloadBounds);
+    if (auth.oauth && isProtectedResourcePath(path, mcpPath))
+      return serveProtectedResource(req, res, auth.oauth);
     if (isServerCardPath(path, mcpPath))
       return serveServerCard(req, res, { gateway: options.fleet.options, mcpPath, auth, authRequired });
     if (path === mcpPath) return serveMcp(scope);
@@ -243,7 +254,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     }
     route(openScope(req, res)).catch((error: unknown) => {
       if (error instanceof EnvelopeError) {
-        sendError(res, error, challengeHeaders(error));
+        sendError(res, error, auth.challengeHeaders(error));
         return;
       }
       report(error);
@@ -268,6 +279,8 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
   const address = server.address() as AddressInfo;
   const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${hostForUrl}:${address.port}${mcpPath}`;
+  // The resource tokens must be issued for: configured, else the URL listened on.
+  if (options.oauth) auth.attachOAuth(new OAuthResourceServer(options.oauth, options.oauth.resource ?? url));
   // Before any upstream starts, so those told the gateway's address are told the real one.
   options.onListening?.(url);
   const ready = options.warmSpare !== false ? sessions.prewarm() : Promise.resolve();

@@ -60,6 +60,13 @@ export interface CallLogEntry {
   route: string | null;
   /** The caller's tier, present only when a bearer token authenticated the caller. */
   tier?: string;
+  /**
+   * Who called, present only when a credential authenticated the caller:
+   * `token:<name>` for a static token, `oauth:<issuer>#<subject>` for an access token.
+   */
+  principal?: string;
+  /** The OAuth client the caller's access token was issued to, when it names one. */
+  clientId?: string;
   /** `sha256:<hex>` of the canonical arguments; null when the call had none. */
   argumentsDigest: string | null;
   /** `sha256:<hex>` of the canonical result sent back; null when there was none. */
@@ -76,6 +83,10 @@ export interface CallLogFacts {
   route?: string | null;
   /** The tier of an authenticated caller; unauthenticated calls (stdio) have none. */
   tier?: string;
+  /** Who an authenticated caller is (`token:<name>`, `oauth:<issuer>#<subject>`). */
+  principal?: string;
+  /** An OAuth caller's client. */
+  clientId?: string;
   /** The raw arguments, written only when the log was opened with includeArguments. */
   arguments?: unknown;
   traceId?: string;
@@ -244,6 +255,8 @@ export class CallLog {
       route: facts.route ?? null,
       // Absent rather than null for unauthenticated callers, so stdio lines keep their shape.
       ...(facts.tier === undefined ? {} : { tier: facts.tier }),
+      ...(facts.principal === undefined ? {} : { principal: facts.principal }),
+      ...(facts.clientId === undefined ? {} : { clientId: facts.clientId }),
       argumentsDigest: summary.argumentsDigest,
       resultDigest: summary.resultDigest,
       ...(this.#includeArguments && facts.arguments !== undefined ? { arguments: facts.arguments } : {}),

@@ -8,6 +8,7 @@ import { createPublicKey, createSecretKey, type JsonWebKey, type KeyObject } fro
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseJsonBytes } from '../../canonical/index.ts';
+import { DEFAULT_TIERS } from '../../envelope/tiers.ts';
 import { EnvelopeError, isEnvelopeError } from '../../errors/index.ts';
 import { encodePointer } from '../../pointer/json-pointer.ts';
 import { keyIdFor, loadPrivateKey } from '../../provenance/integrity.ts';
@@ -21,6 +22,7 @@ import {
   resolveTiers,
   type ToolTier,
 } from '../enforcement/tiers.ts';
+import type { OAuthOptions } from '../http/oauth/resource-server.ts';
 
 export type { GatewayTiers, ToolTier } from '../enforcement/tiers.ts';
 
@@ -133,7 +135,8 @@ export interface GatewayConfig {
   baseDir: string;
   upstreams: UpstreamConfig[];
   listen: { stdio: boolean; http: HttpListenConfig | undefined };
-  auth: { required: boolean; tokens: AuthToken[] };
+  /** `oauth`: the gateway as an OAuth 2.1 resource server, its client secret read; undefined without one. */
+  auth: { required: boolean; tokens: AuthToken[]; oauth: OAuthOptions | undefined };
   /** The tier order and the tier of unauthenticated callers; undefined when no tiers section is given. */
   tiers: GatewayTiers | undefined;
   ledger: { enabled: boolean; path: string; checkpointIntervalMs: number };
@@ -255,7 +258,7 @@ export function resolveGatewayConfig(
     return resolveUpstream(upstream, index, baseDir, env);
   });
   const tiers = resolveTiers(
-    { tiers: raw.tiers, upstreams: raw.upstreams, tokens: raw.auth?.tokens ?? [] },
+    { tiers: raw.tiers, upstreams: raw.upstreams, tokens: raw.auth?.tokens ?? [], oauth: raw.auth?.oauth },
     options.file,
   );
   for (const upstream of upstreams) upstream.tiers.tools = tiers.tools.get(upstream.name) ?? {};
@@ -286,9 +289,10 @@ export function resolveGatewayConfig(
     tokens.push({ name, token: token as string, tier: entry.tier });
   });
 
+  const oauth = raw.auth?.oauth === undefined ? undefined : resolveOAuth(raw.auth.oauth, tiers.gateway, env);
   // Closed by default once any token is configured, whether or not its variable is set.
-  const authRequired = raw.auth?.required ?? configuredTokens.length > 0;
-  if (authRequired && tokens.length === 0) {
+  const authRequired = raw.auth?.required ?? (configuredTokens.length > 0 || oauth !== undefined);
+  if (authRequired && tokens.length === 0 && oauth === undefined) {
     throw configError(
       unset.length > 0
         ? `auth.required is true but no bearer token is usable: environment variable ${unset.join(', ')} is not set`
@@ -306,7 +310,7 @@ export function resolveGatewayConfig(
     baseDir: resolve(baseDir),
     upstreams,
     listen: { stdio: raw.listen?.stdio ?? defaults.listen.stdio, http: listenHttp },
-    auth: { required: authRequired, tokens },
+    auth: { required: authRequired, tokens, oauth },
     tiers: tiers.gateway,
     ledger: {
       enabled: raw.ledger?.enabled ?? defaults.ledger.enabled,
@@ -729,6 +733,57 @@ interface RawUpstream {
   pinKeys?: string[];
 }
 
+interface RawOAuth {
+  issuer: string;
+  audience?: string;
+  resource?: string;
+  jwksUri?: string;
+  algorithms?: string[];
+  clockSkewSeconds?: number;
+  requiredScopes?: string[];
+  tiers?: { scope: string; tier: string }[];
+  defaultTier?: string;
+  introspection?: { endpoint?: string; clientId: string; clientSecretEnv: string };
+  dpop?: 'off' | 'allowed' | 'required';
+}
+
+/**
+ * `auth.oauth` resolved: defaults filled, the default tier worked out (the
+ * anonymous tier), the introspection secret read from its variable (an unset
+ * one refuses to start, naming the variable, never a value).
+ */
+function resolveOAuth(raw: RawOAuth, tiers: GatewayTiers | undefined, env: NodeJS.ProcessEnv): OAuthOptions {
+  const defaults = CONFIG_DEFAULTS.oauth;
+  let introspection: OAuthOptions['introspection'];
+  if (raw.introspection) {
+    const secret = env[raw.introspection.clientSecretEnv];
+    if (secret === undefined || secret.length === 0) {
+      throw configError(
+        `Environment variable ${raw.introspection.clientSecretEnv} (the introspection client secret) is not set`,
+        encodePointer(['auth', 'oauth', 'introspection', 'clientSecretEnv']),
+      );
+    }
+    introspection = {
+      ...(raw.introspection.endpoint === undefined ? {} : { endpoint: raw.introspection.endpoint }),
+      clientId: raw.introspection.clientId,
+      clientSecret: secret,
+    };
+  }
+  return {
+    issuer: raw.issuer,
+    ...(raw.audience === undefined ? {} : { audience: raw.audience }),
+    ...(raw.resource === undefined ? {} : { resource: raw.resource }),
+    ...(raw.jwksUri === undefined ? {} : { jwksUri: raw.jwksUri }),
+    algorithms: raw.algorithms ?? [...defaults.algorithms],
+    clockSkewSeconds: raw.clockSkewSeconds ?? defaults.clockSkewSeconds,
+    requiredScopes: raw.requiredScopes ?? [...defaults.requiredScopes],
+    tiers: raw.tiers ?? [...defaults.tiers],
+    defaultTier: raw.defaultTier ?? tiers?.anonymous ?? DEFAULT_TIERS[0],
+    ...(introspection ? { introspection } : {}),
+    dpop: raw.dpop ?? defaults.dpop,
+  };
+}
+
 interface RawToken {
   name?: string;
   token?: string;
@@ -743,6 +798,7 @@ interface RawConfig {
   auth?: {
     required?: boolean;
     tokens?: RawToken[];
+    oauth?: RawOAuth;
   };
   tiers?: RawGatewayTiers;
   ledger?: { enabled?: boolean; path?: string; checkpointIntervalMs?: number };

@@ -346,6 +346,42 @@ describe('bad configuration', () => {
       /tier name .* or an object/,
     ],
     [
+      'an OAuth issuer that is not an http(s) URL',
+      { ...minimal, auth: { oauth: { issuer: 'auth.example.com' } } },
+      '/auth/oauth/issuer',
+      /pattern/,
+    ],
+    [
+      'HS256 among the OAuth algorithms',
+      { ...minimal, auth: { oauth: { issuer: 'https://auth.example.com', algorithms: ['HS256'] } } },
+      '/auth/oauth/algorithms/0',
+      /RS256/,
+    ],
+    [
+      'an OAuth tier not in the order',
+      {
+        ...minimal,
+        auth: { oauth: { issuer: 'https://auth.example.com', tiers: [{ scope: 'a', tier: 'gold' }] } },
+        tiers: {},
+      },
+      '/auth/oauth/tiers/0/tier',
+      /"gold"/,
+    ],
+    [
+      'an unset introspection secret',
+      {
+        ...minimal,
+        auth: {
+          oauth: {
+            issuer: 'https://auth.example.com',
+            introspection: { clientId: 'gw', clientSecretEnv: 'UNSET_INTROSPECTION_SECRET' },
+          },
+        },
+      },
+      '/auth/oauth/introspection/clientSecretEnv',
+      /UNSET_INTROSPECTION_SECRET/,
+    ],
+    [
       'a tier order with a duplicate',
       { ...minimal, tiers: { order: ['free', 'free'] } },
       '/tiers/order',
@@ -365,6 +401,43 @@ describe('bad configuration', () => {
     const error = failure(() => resolveGatewayConfig(value, dir, { env: {} }));
     expect(error.code).toBe('CONFIG_INVALID');
     expect(JSON.stringify(error.toJSON())).not.toContain('"short"');
+  });
+});
+
+describe('auth.oauth', () => {
+  it('resolves with its defaults, required by default, the default tier the anonymous one', () => {
+    const config = resolveGatewayConfig(
+      { ...minimal, auth: { oauth: { issuer: 'https://auth.example.com' } }, tiers: { anonymous: 'pro' } },
+      dir,
+      { env: {} },
+    );
+    expect(config.auth.required).toBe(true);
+    expect(config.auth.oauth).toEqual({
+      issuer: 'https://auth.example.com',
+      algorithms: ['RS256', 'ES256', 'EdDSA', 'PS256'],
+      clockSkewSeconds: 30,
+      requiredScopes: [],
+      tiers: [],
+      defaultTier: 'pro',
+      dpop: 'off',
+    });
+  });
+
+  it('reads the introspection secret from its variable', () => {
+    const config = resolveGatewayConfig(
+      {
+        ...minimal,
+        auth: {
+          oauth: {
+            issuer: 'https://auth.example.com',
+            introspection: { clientId: 'gw', clientSecretEnv: 'INTROSPECTION_SECRET' },
+          },
+        },
+      },
+      dir,
+      { env: { INTROSPECTION_SECRET: 'the-secret' } },
+    );
+    expect(config.auth.oauth?.introspection).toEqual({ clientId: 'gw', clientSecret: 'the-secret' });
   });
 });
 
@@ -439,7 +512,7 @@ function everySection(): Record<string, unknown> {
       { name: 'remote', url: { url: 'http://127.0.0.1:9/mcp' } },
     ],
     listen: { http: {} },
-    auth: { tokens: [{ tokenEnv: 'SOME_TOKEN', tier: 'pro' }] },
+    auth: { tokens: [{ tokenEnv: 'SOME_TOKEN', tier: 'pro' }], oauth: { issuer: 'http://127.0.0.1:9' } },
     tiers: {},
     ledger: {},
     logs: {},

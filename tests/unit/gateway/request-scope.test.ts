@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { authenticate, BearerAuth } from '../../../src/gateway/http/auth.ts';
+import { Authenticator, authenticate, BearerAuth } from '../../../src/gateway/http/auth.ts';
 import { retryAfterOnDenial } from '../../../src/gateway/http/rate-limit.ts';
 import { authInfoOf, openScope, rateLimitedListener } from '../../../src/gateway/http/scope.ts';
 import type { RateDecision } from '../../../src/ratelimit/gcra.ts';
@@ -39,9 +39,13 @@ const denial: RateDecision = {
 const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x' } };
 
 describe('a request scope', () => {
-  it('names its caller in AuthInfo, and carries nothing function-valued there', () => {
+  it('names its caller in AuthInfo, and carries nothing function-valued there', async () => {
     const { scope } = exchange(call, { authorization: `Bearer ${TOKEN}` });
-    authenticate(scope, new BearerAuth([{ token: TOKEN, tier: 'pro', name: 'a' }]), false);
+    await authenticate(
+      scope,
+      new Authenticator(new BearerAuth([{ token: TOKEN, tier: 'pro', name: 'a' }]), false),
+      false,
+    );
     retryAfterOnDenial(scope);
     const authInfo = authInfoOf(scope);
     expect(scope.path).toBe('/mcp');
@@ -53,9 +57,13 @@ describe('a request scope', () => {
     expect(rateLimitedListener({ ...authInfo })).toBeUndefined();
   });
 
-  it('names an anonymous caller by its address', () => {
+  it('names an anonymous caller by its address', async () => {
     const { scope } = exchange(call);
-    authenticate(scope, new BearerAuth([{ token: TOKEN, tier: 'pro' }]), false);
+    await authenticate(
+      scope,
+      new Authenticator(new BearerAuth([{ token: TOKEN, tier: 'pro' }]), false),
+      false,
+    );
     expect(authInfoOf(scope).extra).toEqual({ principal: 'anonymous:127.0.0.9' });
   });
 
