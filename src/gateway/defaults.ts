@@ -128,6 +128,21 @@ export const CONFIG_DEFAULTS = deepFreeze({
     dir: TOP.logs.properties.dir.default,
     includeArguments: TOP.logs.properties.includeArguments.default,
   },
+  telemetry: {
+    serviceName: TOP.telemetry.properties.serviceName.default,
+    traces: { enabled: TOP.telemetry.properties.traces.properties.enabled.default },
+    metrics: {
+      otlp: TOP.telemetry.properties.metrics.properties.otlp.default,
+      exportIntervalMs: TOP.telemetry.properties.metrics.properties.exportIntervalMs.default,
+    },
+    otlp: {
+      headers: TOP.telemetry.properties.otlp.properties.headers.default as Record<string, string>,
+      headersFromEnv: TOP.telemetry.properties.otlp.properties.headersFromEnv.default as Record<
+        string,
+        string
+      >,
+    },
+  },
 });
 
 function deepFreeze<T>(value: T): T {

@@ -15,6 +15,7 @@ import { UpstreamStatusBoard } from './operations/upstream-status.ts';
 import { PinGuard, pinChangeLine, signatureLine } from './pinning/pin-guard.ts';
 import { PinStore } from './pinning/pin-store.ts';
 import { UpstreamFleet } from './relay/upstream-fleet.ts';
+import { createTelemetry } from './telemetry/telemetry.ts';
 import { type StdioGateway, serveGatewayOnStdio } from './transports/stdio/serve-stdio.ts';
 import { KILL_GRACE_MS, killAllUpstreams } from './upstreams/child-transport.ts';
 import { EraMemory } from './upstreams/protocol-era.ts';
@@ -260,6 +261,9 @@ export async function startGateway(
     : undefined;
   const status = new UpstreamStatusBoard(config.upstreams.map((upstream) => upstream.name));
   const pins = pinStore ? pinGuard(config, pinStore, status, report) : undefined;
+  // Undefined unless the configuration turns traces or metrics on: then nothing of the SDK exists.
+  const telemetry = createTelemetry(config.telemetry, GATEWAY_VERSION);
+  telemetry?.observeUpstreams(status);
   const enforcement = new Enforcement({
     upstreams: config.upstreams,
     ...(config.tiers ? { tiers: config.tiers } : {}),
@@ -267,6 +271,7 @@ export async function startGateway(
     ids: createIdSource(config.ids.seed),
     ledger,
     callLog,
+    ...(telemetry ? { telemetry } : {}),
     // Return modes store results' files here, owned by each caller.
     ...(artifacts ? { artifacts: artifactSink(artifacts) } : {}),
     version: GATEWAY_VERSION,
@@ -315,6 +320,9 @@ export async function startGateway(
     checkpoints?.stop();
     pinStore?.close();
     ledger?.close();
+    // Last, so a collector that does not answer delays nothing else: what is buffered is
+    // exported within what is left of the bounded close.
+    await telemetry?.shutdown();
   };
   try {
     // Before any upstream starts: a shared one is given the API's address and a capability at its start.
@@ -347,6 +355,7 @@ export async function startGateway(
         onListening: (url) => artifacts?.useOrigin(new URL(url).origin),
         ...(ledger ? { ledger } : {}),
         ...(config.signing ? { ledgerPublicKey: createPublicKey(config.signing.key) } : {}),
+        ...(telemetry?.prometheus ? { metrics: () => telemetry.prometheusText() } : {}),
         ...(artifacts
           ? { downloads: { path: config.artifacts.downloadPath, handler: artifacts.handler } }
           : {}),

@@ -10,7 +10,8 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -2082,6 +2083,134 @@ describe('auth.oauth', () => {
       expect(as.requests.filter((path) => path === INTROSPECTION_ALIAS).length).toBe(before + 1);
       // Without introspection an opaque token is not one the gateway can read.
       expect(await refusalOf(oauthDefaults.url, bearer(token))).toEqual([401, 'UNAUTHORIZED']);
+    },
+  );
+});
+
+// ---------------------------------------------------------------------------
+// Telemetry: one gateway with every telemetry setting away from its default,
+// exporting to an OTLP/HTTP receiver in this process; `plain` is at the defaults.
+
+describe('telemetry', () => {
+  interface Export {
+    path: string;
+    headers: Record<string, string | string[] | undefined>;
+    body: string;
+  }
+  const exports: Export[] = [];
+  const arrivals = new Set<() => void>();
+  let receiverUrl: string;
+  let traced: HttpGateway;
+
+  /** Settles once the exports received satisfy `done`, checked at each arrival. */
+  function exportsUntil(done: (received: Export[]) => boolean): Promise<void> {
+    return new Promise((resolve) => {
+      const check = () => {
+        if (!done(exports)) return;
+        arrivals.delete(check);
+        resolve();
+      };
+      arrivals.add(check);
+      check();
+    });
+  }
+
+  beforeAll(async () => {
+    const receiver = createServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      req.on('end', () => {
+        exports.push({ path: req.url ?? '', headers: req.headers, body });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        for (const check of [...arrivals]) check();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    stops.push(
+      () =>
+        new Promise((resolve) => {
+          receiver.closeAllConnections();
+          receiver.close(resolve);
+        }),
+    );
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    traced = await startHttp(
+      folder('telemetry'),
+      {
+        upstreams: [probe('probe')],
+        listen: { stdio: false, http: { port: 0 } },
+        ledger: { enabled: false },
+        logs: { enabled: false },
+        telemetry: {
+          serviceName: 'every-setting-service',
+          traces: { enabled: true },
+          metrics: { prometheus: true, otlp: true, exportIntervalMs: 200 },
+          otlp: {
+            endpoint: receiverUrl,
+            headers: { 'x-static': 'configured' },
+            headersFromEnv: { 'x-secret': 'EVERY_SETTING_OTLP_SECRET' },
+          },
+        },
+      },
+      { EVERY_SETTING_OTLP_SECRET: 'from-the-environment' },
+    );
+    const client = await sdkClient(traced.url);
+    await client.callTool({ name: 'echo', arguments: { text: 'traced' } });
+    await client.close();
+    // The span of that call, exported within the batch delay.
+    await exportsUntil((received) => received.some((entry) => entry.path === '/v1/traces'));
+  }, 60_000);
+
+  const traceExport = () => exports.find((entry) => entry.path === '/v1/traces') as Export;
+
+  proves(
+    ['telemetry.traces.enabled', 'telemetry.otlp.endpoint'],
+    'telemetry.traces.enabled exports a span per call to <otlp.endpoint>/v1/traces',
+    async () => {
+      expect(traceExport().body).toContain('"name":"tools/call echo"');
+      // At its defaults (`plain`) the gateway has no telemetry: no /metrics, nothing exported anywhere.
+      expect(await statusOf(fetch(new URL('/metrics', plain.url)))).toBe(404);
+    },
+  );
+
+  proves(['telemetry.serviceName'], 'telemetry.serviceName names the exported service', async () => {
+    expect(traceExport().body).toContain('"stringValue":"every-setting-service"');
+  });
+
+  proves(['telemetry.otlp.headers'], 'telemetry.otlp.headers are sent with every export', async () => {
+    expect(traceExport().headers['x-static']).toBe('configured');
+  });
+
+  proves(
+    ['telemetry.otlp.headersFromEnv'],
+    'telemetry.otlp.headersFromEnv sends a header read from the environment',
+    async () => {
+      expect(traceExport().headers['x-secret']).toBe('from-the-environment');
+    },
+  );
+
+  proves(
+    ['telemetry.metrics.prometheus'],
+    'telemetry.metrics.prometheus serves /metrics (no token required here, as configured)',
+    async () => {
+      const answer = await fetch(new URL('/metrics', traced.url));
+      expect(answer.status).toBe(200);
+      expect(await answer.text()).toMatch(/^mcp_envelope_gateway_calls_total\{[^}]*tool="echo"[^}]*\} 1$/m);
+    },
+  );
+
+  proves(
+    ['telemetry.metrics.otlp', 'telemetry.metrics.exportIntervalMs'],
+    'telemetry.metrics.otlp exports metrics to /v1/metrics every exportIntervalMs',
+    async () => {
+      // Two exports while the gateway runs: at the default interval (60 s) the first would not yet have come.
+      await exportsUntil((received) => received.filter((entry) => entry.path === '/v1/metrics').length >= 2);
+      // The latest is cumulative: it counts the call made before the span's export was awaited.
+      const metrics = exports.filter((entry) => entry.path === '/v1/metrics').at(-1) as Export;
+      expect(metrics.body).toContain('"name":"mcp_envelope.gateway.calls"');
     },
   );
 });

@@ -20,7 +20,7 @@ import {
 import { RateLimiter, type RateLimitRule } from '../../ratelimit/limiter.ts';
 import { defaultRegistry } from '../../schemas/registry.ts';
 import { splitReturnMode } from '../artifacts/return-modes.ts';
-import { rateLimitedListener } from '../http/scope.ts';
+import { rateLimitedListener, traceHeadersOf } from '../http/scope.ts';
 import type { CallLog, CallLogFacts, CallTransport } from '../operations/call-log.ts';
 import type { GatewayTiers, UpstreamConfig } from '../operations/config.ts';
 import { LedgerFiler } from '../operations/ledger-filer.ts';
@@ -32,6 +32,7 @@ import {
   type ToolCallContext,
   type ToolCallHandler,
 } from '../relay/relay.ts';
+import type { CallTelemetry, GatewayTelemetry } from '../telemetry/telemetry.ts';
 
 /**
  * What the gateway does to every tools/call: per upstream, either pass the
@@ -59,6 +60,8 @@ export interface EnforcementOptions {
   artifacts?: ArtifactSink;
   /** Version recorded in provenance as the gateway's. */
   version: string;
+  /** Spans and metrics of every call; absent, calls pay one check for it. */
+  telemetry?: GatewayTelemetry;
   /** Where failures of the log or the ledger are reported; they never fail a call. */
   onError?: (error: unknown) => void;
   /**
@@ -136,7 +139,13 @@ export class Enforcement {
   constructor(options: EnforcementOptions) {
     this.#options = options;
     this.#filer = options.ledger
-      ? new LedgerFiler(options.ledger, (error) => this.#options.onError?.(error))
+      ? new LedgerFiler(
+          options.ledger,
+          (error) => this.#options.onError?.(error),
+          options.telemetry
+            ? (seconds, records) => options.telemetry?.ledgerAppended(seconds, records)
+            : undefined,
+        )
       : undefined;
     this.#limiter = new RateLimiter(options.rateLimits ?? [], options.now ? { now: options.now } : {});
     for (const config of options.upstreams) {
@@ -249,13 +258,17 @@ export class Enforcement {
         ...callerOf(context),
         arguments: params.arguments,
       };
-      let reported = false;
+      let reported: (() => CallSummary) | undefined;
       const principal = principalOf(context, transport);
-      // Without a log or a ledger nothing reads the report, so none is made (its digests cost).
+      const traced = this.#options.telemetry ? this.#traced(params, context, transport) : undefined;
+      const ids = traced?.ids;
+      if (ids) Object.assign(facts, ids);
+      // Without a log or a ledger nothing reads the report, so none is made (its digests cost);
+      // telemetry then reads the answer itself.
       const filing = this.#options.callLog !== undefined || this.#options.ledger !== undefined;
       const report = filing
         ? (summary: () => CallSummary) => {
-            reported = true;
+            reported = summary;
             this.#file(summary, facts, principal);
           }
         : undefined;
@@ -267,14 +280,16 @@ export class Enforcement {
           target.config,
           target.pipeline,
           forwarded,
-          invokeUpstream,
+          traced ? traced.invoking(invokeUpstream) : invokeUpstream,
           context,
           principal,
           report,
           asked,
         );
+        traced?.answered();
         // The answer goes once its record is in the ledger.
         await this.#filer?.settled();
+        traced?.end({ summary: reported, result, signal: context.signal });
         return result;
       } catch (error) {
         // Answered with a protocol error the pipeline did not report (an unknown tool, a relayed JSON-RPC error).
@@ -283,10 +298,32 @@ export class Enforcement {
           const at = answeredAt(call.signal);
           report(() => thrownSummary({ ...call, dialect }, error, at));
         }
+        traced?.answered();
         await this.#filer?.settled();
+        traced?.end({ summary: reported, error, signal: context.signal });
         throw error;
       }
     };
+  }
+
+  /** The call's telemetry, its parent the caller's trace context (`_meta`, else the HTTP headers). */
+  #traced(
+    params: CallToolParams,
+    context: ToolCallContext,
+    transport: CallTransport,
+  ): CallTelemetry | undefined {
+    const config = this.#routes.get(context.upstream)?.config;
+    return this.#options.telemetry?.startCall({
+      upstream: context.upstream,
+      tool: config ? this.#called(config, params.name) : params.name,
+      meta: params._meta,
+      headers: transport === 'http' ? traceHeadersOf(context.authInfo) : undefined,
+      transport,
+      protocolVersion: context.request?.protocolVersion,
+      sessionId: context.request?.sessionId,
+      requestId: context.request?.id,
+      recording: this.#filer !== undefined,
+    });
   }
 
   async #enforce(

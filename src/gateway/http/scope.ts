@@ -113,3 +113,16 @@ export function authInfoOf(scope: RequestScope): AuthInfo {
 export function rateLimitedListener(authInfo: AuthInfo | undefined): RateLimitedListener | undefined {
   return authInfo ? scopes.get(authInfo)?.onRateLimited : undefined;
 }
+
+/** The W3C trace-context headers of the HTTP request an `AuthInfo` was built for (telemetry's parent). */
+export function traceHeadersOf(
+  authInfo: AuthInfo | undefined,
+): { traceparent?: string; tracestate?: string } | undefined {
+  const headers = authInfo ? scopes.get(authInfo)?.req.headers : undefined;
+  if (!headers) return undefined;
+  const { traceparent, tracestate } = headers;
+  return {
+    ...(typeof traceparent === 'string' ? { traceparent } : {}),
+    ...(typeof tracestate === 'string' ? { tracestate } : {}),
+  };
+}

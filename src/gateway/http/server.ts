@@ -22,6 +22,7 @@ import {
 import { DEFAULT_HTTP_PATH } from './endpoint.ts';
 import { sendHealth } from './health.ts';
 import { type InfoPageSource, sendInfoPage, wantsInfoPage } from './info-page.ts';
+import { METRICS_PATH, sendMetrics } from './metrics.ts';
 import { isProtectedResourcePath, serveProtectedResource } from './oauth/metadata-route.ts';
 import { type OAuthOptions, OAuthResourceServer } from './oauth/resource-server.ts';
 import { allowedBy, checkOrigin, type OriginPolicy } from './origin.ts';
@@ -96,6 +97,11 @@ export interface HttpGatewayOptions extends OriginPolicy {
    * signed id is the capability. Host and Origin checks apply as everywhere.
    */
   downloads?: { path: string; handler: DownloadHandler };
+  /**
+   * The Prometheus text of the gateway's metrics, served at `GET /metrics`
+   * behind the bearer-token guard; absent, there is no such route.
+   */
+  metrics?: () => Promise<string>;
   /** Told the endpoint's URL once the server listens, before any upstream is started. */
   onListening?: (url: string) => void;
   /**
@@ -234,6 +240,10 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     if (isServerCardPath(path, mcpPath))
       return serveServerCard(req, res, { gateway: options.fleet.options, mcpPath, auth, authRequired });
     if (path === mcpPath) return serveMcp(scope);
+    if (path === METRICS_PATH && options.metrics) {
+      await authenticate(scope, auth, authRequired);
+      return sendMetrics(scope, options.metrics);
+    }
     if (isLedgerPath(path) && path !== mcpPath) {
       if (ledgerWeb) return ledgerWeb.handle(req, res);
       // The info page's stylesheet, with or without a ledger.

@@ -151,6 +151,17 @@ export interface GatewayConfig {
   artifacts: ArtifactsConfig;
   /** Token buckets on tools/call, every `per` filled in; empty: no limits. */
   rateLimits: GatewayRateLimit[];
+  telemetry: TelemetryConfig;
+}
+
+/** OpenTelemetry traces and metrics (src/gateway/telemetry/). */
+export interface TelemetryConfig {
+  serviceName: string;
+  traces: { enabled: boolean };
+  /** `prometheus` resolved: true when the HTTP listener requires a token, unless configured. */
+  metrics: { prometheus: boolean; otlp: boolean; exportIntervalMs: number };
+  /** `endpoint` absent: nothing is exported over OTLP. Headers include those read from the environment. */
+  otlp: { endpoint?: string; headers: Record<string, string> };
 }
 
 /** One `rateLimits` rule, its `per` defaulted. */
@@ -328,6 +339,42 @@ export function resolveGatewayConfig(
     signing,
     artifacts: sharedArtifacts(resolveArtifacts(raw.artifacts ?? {}, baseDir, env), upstreams),
     rateLimits: resolveRateLimits(raw.rateLimits ?? (defaults.rateLimits as RateLimitRule[]), names),
+    telemetry: resolveTelemetry(raw.telemetry ?? {}, authRequired && listenHttp !== undefined, env),
+  };
+}
+
+/**
+ * The telemetry settings, defaulted. An export asked for with nowhere to send
+ * it stops the gateway (fails closed) rather than dropping what was asked for;
+ * `/metrics` is served by default only where a token guards it.
+ */
+function resolveTelemetry(raw: RawTelemetry, guarded: boolean, env: NodeJS.ProcessEnv): TelemetryConfig {
+  const defaults = CONFIG_DEFAULTS.telemetry;
+  const traces = raw.traces?.enabled ?? defaults.traces.enabled;
+  const otlpMetrics = raw.metrics?.otlp ?? defaults.metrics.otlp;
+  const endpoint = raw.otlp?.endpoint;
+  if (endpoint === undefined && (traces || otlpMetrics)) {
+    throw configError(
+      `telemetry.${traces ? 'traces.enabled' : 'metrics.otlp'} is true but telemetry.otlp.endpoint names no collector`,
+      encodePointer(['telemetry', traces ? 'traces' : 'metrics', traces ? 'enabled' : 'otlp']),
+    );
+  }
+  const headers = {
+    ...(raw.otlp?.headers ?? defaults.otlp.headers),
+    ...readFromEnvironment(raw.otlp?.headersFromEnv ?? defaults.otlp.headersFromEnv, env, (header) => ({
+      what: `telemetry.otlp header ${header}`,
+      pointer: ['telemetry', 'otlp', 'headersFromEnv', header],
+    })),
+  };
+  return {
+    serviceName: raw.serviceName ?? defaults.serviceName,
+    traces: { enabled: traces },
+    metrics: {
+      prometheus: raw.metrics?.prometheus ?? guarded,
+      otlp: otlpMetrics,
+      exportIntervalMs: raw.metrics?.exportIntervalMs ?? defaults.metrics.exportIntervalMs,
+    },
+    otlp: { ...(endpoint === undefined ? {} : { endpoint: endpoint.replace(/\/+$/, '') }), headers },
   };
 }
 
@@ -808,6 +855,14 @@ interface RawConfig {
   signing?: RawSigning;
   artifacts?: RawArtifacts;
   rateLimits?: RateLimitRule[];
+  telemetry?: RawTelemetry;
+}
+
+interface RawTelemetry {
+  serviceName?: string;
+  traces?: { enabled?: boolean };
+  metrics?: { prometheus?: boolean; otlp?: boolean; exportIntervalMs?: number };
+  otlp?: { endpoint?: string; headers?: Record<string, string>; headersFromEnv?: Record<string, string> };
 }
 
 interface RawArtifacts {

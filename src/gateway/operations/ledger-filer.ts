@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { EnvelopeError } from '../../errors/index.ts';
 import type { InsertMeta, Ledger } from '../../ledger/index.ts';
 
@@ -11,13 +12,20 @@ import type { InsertMeta, Ledger } from '../../ledger/index.ts';
 export class LedgerFiler {
   readonly #ledger: Ledger;
   readonly #onError: (error: unknown) => void;
+  readonly #onAppended: ((seconds: number, records: number) => void) | undefined;
   #queue: Array<{ subject: unknown; meta: InsertMeta }> = [];
   #settled: Promise<void> | undefined;
   #resolve: (() => void) | undefined;
 
-  constructor(ledger: Ledger, onError: (error: unknown) => void) {
+  /** `onAppended`: told how long each transaction took and how many records it stored (the metrics). */
+  constructor(
+    ledger: Ledger,
+    onError: (error: unknown) => void,
+    onAppended?: (seconds: number, records: number) => void,
+  ) {
     this.#ledger = ledger;
     this.#onError = onError;
+    this.#onAppended = onAppended;
   }
 
   /** Queues a record for this turn's transaction. */
@@ -44,7 +52,10 @@ export class LedgerFiler {
     this.#resolve = undefined;
     try {
       if (batch.length > 0) {
-        for (const result of this.#ledger.insertMany(batch)) {
+        const started = this.#onAppended ? performance.now() : 0;
+        const results = this.#ledger.insertMany(batch);
+        this.#onAppended?.((performance.now() - started) / 1000, batch.length);
+        for (const result of results) {
           if (result instanceof EnvelopeError) this.#onError(result);
         }
       }

@@ -41,6 +41,8 @@ export class UpstreamStatusBoard {
   readonly #states = new Map<string, UpstreamStatus>();
   readonly #defects = new Map<string, ToolSchemaDefect[]>();
   readonly #declared = new Map<string, UpstreamDeclaration>();
+  /** Times each upstream that was ready was lost (and so restarted or given up), for the metrics. */
+  readonly #restarts = new Map<string, number>();
 
   constructor(names: readonly string[] = []) {
     for (const name of names) this.#states.set(name, { state: 'starting' });
@@ -61,6 +63,8 @@ export class UpstreamStatusBoard {
       });
       return;
     }
+    if (this.#states.get(upstream.name)?.state === 'ready')
+      this.#restarts.set(upstream.name, (this.#restarts.get(upstream.name) ?? 0) + 1);
     // The operator's own view: the full text, where callers got it redacted.
     const failure = upstream.failure ? operatorView(upstream.failure) : undefined;
     const lines = causeLines(failure?.stderr ?? '', STDERR_LINES);
@@ -123,6 +127,11 @@ export class UpstreamStatusBoard {
 
   get(name: string): UpstreamStatus {
     return this.#states.get(name) ?? { state: 'starting' };
+  }
+
+  /** How many times the upstream was lost after it had been ready. */
+  restarts(name: string): number {
+    return this.#restarts.get(name) ?? 0;
   }
 
   /** Every upstream's state, in the order they were named. */

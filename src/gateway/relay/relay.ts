@@ -55,6 +55,8 @@ export interface ToolCallContext {
   unavailable?: EnvelopeError;
   /** `sha256:<hex>` of the definition the call runs under, when the upstream's tools are pinned. */
   definitionDigest?: string;
+  /** The request as the client sent it: its JSON-RPC id, the wire's protocol revision, its 2025-era session. */
+  request?: { id: string | number; protocolVersion?: string; sessionId?: string };
 }
 
 /**
@@ -651,6 +653,7 @@ export class Relay {
             () => verifySignedList(pins, upstream),
           )
         : undefined;
+    const protocolVersion = this.server.getNegotiatedProtocolVersion();
     return handler({ ...(params as CallToolParams), name }, invoke, {
       upstream: upstream.name,
       signal: ctx.mcpReq.signal,
@@ -658,6 +661,11 @@ export class Relay {
       ...(definitionDigest ? { definitionDigest } : {}),
       ...(ctx.http?.authInfo ? { authInfo: ctx.http.authInfo } : {}),
       ...(upstream.serverInfo ? { serverInfo: upstream.serverInfo } : {}),
+      request: {
+        id: ctx.mcpReq.id,
+        ...(ctx.sessionId === undefined ? {} : { sessionId: ctx.sessionId }),
+        ...(protocolVersion === undefined ? {} : { protocolVersion }),
+      },
     });
   });
 

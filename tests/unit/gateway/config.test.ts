@@ -78,7 +78,76 @@ describe('loadGatewayConfig', () => {
     });
     expect(config.logs).toEqual({ enabled: true, dir: join(dir, 'runs'), includeArguments: false });
     expect(config.ids).toEqual({ seed: undefined });
+    expect(config.telemetry).toEqual({
+      serviceName: 'mcp-envelope-gateway',
+      traces: { enabled: false },
+      metrics: { prometheus: false, otlp: false, exportIntervalMs: 60_000 },
+      otlp: { headers: {} },
+    });
     expect(config.pinning).toEqual({ mode: 'warn', file: undefined });
+  });
+
+  it('serves /metrics by default only where the HTTP listener requires a token', () => {
+    const guarded = resolveGatewayConfig(
+      { ...minimal, listen: { http: { port: 0 } }, auth: { tokens: [{ token: TOKEN, tier: 'pro' }] } },
+      dir,
+    );
+    expect(guarded.telemetry.metrics.prometheus).toBe(true);
+    const open = resolveGatewayConfig({ ...minimal, listen: { http: { port: 0 } } }, dir);
+    expect(open.telemetry.metrics.prometheus).toBe(false);
+    const asked = resolveGatewayConfig(
+      { ...minimal, listen: { http: { port: 0 } }, telemetry: { metrics: { prometheus: true } } },
+      dir,
+    );
+    expect(asked.telemetry.metrics.prometheus).toBe(true);
+  });
+
+  it('reads telemetry settings, headers from the environment, and refuses an export with no endpoint', () => {
+    const config = resolveGatewayConfig(
+      {
+        ...minimal,
+        telemetry: {
+          serviceName: 'svc',
+          traces: { enabled: true },
+          metrics: { otlp: true, exportIntervalMs: 1000 },
+          otlp: {
+            endpoint: 'http://127.0.0.1:4318/',
+            headers: { 'x-a': '1' },
+            headersFromEnv: { 'x-b': 'B' },
+          },
+        },
+      },
+      dir,
+      { env: { B: 'two' } },
+    );
+    expect(config.telemetry).toEqual({
+      serviceName: 'svc',
+      traces: { enabled: true },
+      metrics: { prometheus: false, otlp: true, exportIntervalMs: 1000 },
+      otlp: { endpoint: 'http://127.0.0.1:4318', headers: { 'x-a': '1', 'x-b': 'two' } },
+    });
+    const noEndpoint = failure(() =>
+      resolveGatewayConfig({ ...minimal, telemetry: { traces: { enabled: true } } }, dir),
+    );
+    expect(noEndpoint.code).toBe('CONFIG_INVALID');
+    expect(noEndpoint.details?.pointer).toBe('/telemetry/traces/enabled');
+    const noMetricsEndpoint = failure(() =>
+      resolveGatewayConfig({ ...minimal, telemetry: { metrics: { otlp: true } } }, dir),
+    );
+    expect(noMetricsEndpoint.details?.pointer).toBe('/telemetry/metrics/otlp');
+    const unset = failure(() =>
+      resolveGatewayConfig(
+        {
+          ...minimal,
+          telemetry: { otlp: { endpoint: 'http://127.0.0.1:4318', headersFromEnv: { 'x-b': 'UNSET_B' } } },
+        },
+        dir,
+        { env: {} },
+      ),
+    );
+    expect(unset.code).toBe('CONFIG_INVALID');
+    expect(unset.message).toContain('UNSET_B');
+    expect(unset.details?.pointer).toBe('/telemetry/otlp/headersFromEnv/x-b');
   });
 
   it("resolves each upstream's pinning mode, and refuses enforce with pins kept in memory only", () => {

@@ -1,0 +1,405 @@
+import type { CallToolResult } from '@modelcontextprotocol/server';
+import {
+  type Attributes,
+  type Context,
+  type Counter,
+  type Histogram,
+  type HrTime,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
+import { hrTime, hrTimeDuration, hrTimeToMilliseconds } from '@opentelemetry/core';
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { MeterProvider, MetricReader, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { EnvelopeError } from '../../errors/index.ts';
+import type { CallSummary } from '../../mcp/pipeline.ts';
+import { readToolResult } from '../../mcp/read-tool-result.ts';
+import type { TelemetryConfig } from '../operations/config.ts';
+import type { UpstreamStatusBoard } from '../operations/upstream-status.ts';
+import type { CallToolParams, InvokeUpstream } from '../relay/relay.ts';
+import { toPrometheusText } from './prometheus.ts';
+import {
+  ATTR_CODE,
+  ATTR_ERROR_TYPE,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_PROTOCOL_VERSION,
+  ATTR_MCP_SESSION_ID,
+  ATTR_NETWORK_TRANSPORT,
+  ATTR_OUTCOME,
+  ATTR_UPSTREAM,
+  METRIC_MCP_SERVER_OPERATION_DURATION,
+  OPERATION_DURATION_BUCKETS,
+} from './semconv.ts';
+import { remoteParent, type TraceCarrier, withTraceContext } from './trace-context.ts';
+
+/**
+ * The gateway's OpenTelemetry: one tracer provider (spans of every
+ * `tools/call`, exported over OTLP/HTTP) and one meter provider (calls,
+ * refusals, durations, upstream states and restarts, ledger appends; read by
+ * `GET /metrics` and, when asked, exported over OTLP/HTTP). Nothing here is
+ * created unless the configuration turns it on (`createTelemetry` returns
+ * undefined), so a gateway without telemetry pays one check per call.
+ *
+ * No global provider or context manager is registered: the gateway passes
+ * each span's context explicitly, so it cannot disturb an embedding
+ * application's own OpenTelemetry setup.
+ */
+
+/** What a call's span is started from. */
+export interface CallStart {
+  upstream: string;
+  /** The tool as the client called it (namespaced when the gateway fronts several upstreams). */
+  tool: string;
+  /** The caller's `params._meta`. */
+  meta: TraceCarrier | undefined;
+  /** The HTTP request's trace-context headers, when it came over HTTP. */
+  headers: TraceCarrier | undefined;
+  transport: 'stdio' | 'http';
+  protocolVersion: string | undefined;
+  /** The 2025-11-25 session id, when the call came on one. */
+  sessionId: string | undefined;
+  requestId: string | number | undefined;
+  /** Whether the answer waits for a ledger append (the recording span). */
+  recording: boolean;
+}
+
+/** The first protocol revision whose wire has no sessions. */
+const STATELESS_REVISION = '2026-07-28';
+
+/** Calls the gateway refused before the tool ran, by why the pipeline says it failed. */
+const REFUSALS = new Set(['denied', 'invalid_input']);
+/** The same, by the code of an answer read without the report: rate limit, tier gate, invalid input. */
+const REFUSAL_CODES = new Set(['RATE_LIMITED', 'UPGRADE_REQUIRED', 'INVALID_INPUT']);
+
+/** How a call's answer went: the report when one was made, the answer or the error otherwise. */
+export interface CallEnding {
+  summary: (() => CallSummary) | undefined;
+  result?: CallToolResult;
+  error?: unknown;
+  signal: AbortSignal;
+}
+
+interface How {
+  outcome: 'ok' | 'error' | 'cancelled';
+  code: string | null;
+  refused: boolean;
+}
+
+function how({ summary, result, error, signal }: CallEnding): How {
+  const report = summary?.();
+  if (report) {
+    const refused = !report.toolRan && report.failure !== null && REFUSALS.has(report.failure);
+    return { outcome: report.outcome, code: report.code, refused };
+  }
+  if (signal.aborted) return { outcome: 'cancelled', code: null, refused: false };
+  if (error !== undefined) return { outcome: 'error', code: codeOf(error) ?? null, refused: false };
+  // Only a failed answer is read: the envelope (or the tool's own error) says its code.
+  if (result?.isError !== true) return { outcome: 'ok', code: null, refused: false };
+  let code = 'ADAPTER.EXECUTION.FAILED';
+  try {
+    const read = readToolResult(result);
+    if (!read.ok) code = read.error.code;
+  } catch {
+    // An answer that cannot be read keeps the generic failure.
+  }
+  return { outcome: 'error', code, refused: REFUSAL_CODES.has(code) };
+}
+
+/** A pull reader: `/metrics` collects from it on demand. */
+class PullReader extends MetricReader {
+  protected override onForceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+  protected override onShutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+interface Instruments {
+  calls: Counter;
+  refused: Counter;
+  duration: Histogram;
+  ledgerAppend: Histogram;
+}
+
+export class GatewayTelemetry {
+  readonly #tracerProvider: TracerProvider | undefined;
+  readonly #tracer: Tracer | undefined;
+  readonly #meterProvider: MeterProvider | undefined;
+  readonly #pull: PullReader | undefined;
+  readonly #instruments: Instruments | undefined;
+  readonly #meter: ReturnType<MeterProvider['getMeter']> | undefined;
+
+  constructor(config: TelemetryConfig, version: string) {
+    const resource = resourceFromAttributes({
+      'service.name': config.serviceName,
+      'service.version': version,
+    });
+    const endpoint = config.otlp.endpoint;
+    if (config.traces.enabled && endpoint !== undefined) {
+      const exporter = new OTLPTraceExporter({ url: `${endpoint}/v1/traces`, headers: config.otlp.headers });
+      this.#tracerProvider = new TracerProvider({
+        resource,
+        spanProcessors: [new BatchSpanProcessor({ exporter })],
+      });
+      this.#tracer = this.#tracerProvider.getTracer('mcp-envelope-gateway', version);
+    }
+    const readers: MetricReader[] = [];
+    if (config.metrics.prometheus) {
+      this.#pull = new PullReader();
+      readers.push(this.#pull);
+    }
+    if (config.metrics.otlp && endpoint !== undefined) {
+      readers.push(
+        new PeriodicExportingMetricReader({
+          exporter: new OTLPMetricExporter({ url: `${endpoint}/v1/metrics`, headers: config.otlp.headers }),
+          exportIntervalMillis: config.metrics.exportIntervalMs,
+          exportTimeoutMillis: Math.min(30_000, config.metrics.exportIntervalMs),
+        }),
+      );
+    }
+    if (readers.length > 0) {
+      this.#meterProvider = new MeterProvider({ resource, readers });
+      const meter = this.#meterProvider.getMeter('mcp-envelope-gateway', version);
+      this.#meter = meter;
+      this.#instruments = {
+        calls: meter.createCounter('mcp_envelope.gateway.calls', {
+          description: 'tools/call requests answered, by upstream, tool, outcome and canonical code',
+          unit: '{call}',
+        }),
+        refused: meter.createCounter('mcp_envelope.gateway.calls.refused', {
+          description:
+            'tools/call requests refused before the tool ran (rate limit, tier gate, invalid input), by code',
+          unit: '{call}',
+        }),
+        duration: meter.createHistogram(METRIC_MCP_SERVER_OPERATION_DURATION, {
+          description: 'How long the gateway took to answer an MCP request',
+          unit: 's',
+          advice: { explicitBucketBoundaries: OPERATION_DURATION_BUCKETS },
+        }),
+        ledgerAppend: meter.createHistogram('mcp_envelope.gateway.ledger.append.duration', {
+          description: 'How long one ledger transaction of provenance records took',
+          unit: 's',
+          advice: {
+            explicitBucketBoundaries: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+          },
+        }),
+      };
+    }
+  }
+
+  get tracing(): boolean {
+    return this.#tracer !== undefined;
+  }
+
+  /** Whether `/metrics` is served. */
+  get prometheus(): boolean {
+    return this.#pull !== undefined;
+  }
+
+  /** Upstream states (a gauge per state, 1 for the current one) and restarts, read from the operator's board. */
+  observeUpstreams(board: UpstreamStatusBoard): void {
+    const meter = this.#meter;
+    if (!meter) return;
+    meter
+      .createObservableGauge('mcp_envelope.gateway.upstream.state', {
+        description: 'Each upstream state: 1 for the state it is in, 0 for the others',
+      })
+      .addCallback((result) => {
+        for (const { name, status } of board.all())
+          for (const state of ['starting', 'ready', 'retrying', 'gave_up'] as const)
+            result.observe(status.state === state ? 1 : 0, { [ATTR_UPSTREAM]: name, state });
+      });
+    meter
+      .createObservableCounter('mcp_envelope.gateway.upstream.restarts', {
+        description: 'Times an upstream that was ready was lost and restarted',
+        unit: '{restart}',
+      })
+      .addCallback((result) => {
+        for (const { name } of board.all()) result.observe(board.restarts(name), { [ATTR_UPSTREAM]: name });
+      });
+  }
+
+  /** One ledger transaction of `records` provenance records took `seconds`. */
+  ledgerAppended(seconds: number, records: number): void {
+    this.#instruments?.ledgerAppend.record(seconds, { records: records > 1 ? 'batch' : 'single' });
+  }
+
+  /** The metrics in the Prometheus text format, collected now. */
+  async prometheusText(): Promise<string> {
+    if (!this.#pull) return '';
+    const { resourceMetrics } = await this.#pull.collect();
+    return toPrometheusText(resourceMetrics);
+  }
+
+  startCall(start: CallStart): CallTelemetry {
+    return new CallTelemetry(start, this.#tracer, this.#instruments);
+  }
+
+  /** Exports what is buffered and stops; bounded by the exporters' own timeouts. */
+  async shutdown(): Promise<void> {
+    await Promise.allSettled([this.#tracerProvider?.shutdown(), this.#meterProvider?.shutdown()]);
+  }
+}
+
+/** Builds the gateway's telemetry, or nothing when the configuration turns none on. */
+export function createTelemetry(config: TelemetryConfig, version: string): GatewayTelemetry | undefined {
+  const on = config.traces.enabled || config.metrics.prometheus || config.metrics.otlp;
+  return on ? new GatewayTelemetry(config, version) : undefined;
+}
+
+/** The canonical code a failure carries, when it says one. */
+function codeOf(error: unknown): string | undefined {
+  if (error instanceof EnvelopeError) return error.code;
+  const data = (error as { data?: { canonical_code?: unknown } } | undefined)?.data;
+  if (typeof data?.canonical_code === 'string') return data.canonical_code;
+  return undefined;
+}
+
+function errorType(error: unknown): string {
+  return codeOf(error) ?? (error instanceof Error ? error.name : 'unknown');
+}
+
+function failed(span: Span, type: string, message?: string): void {
+  span.setAttribute(ATTR_ERROR_TYPE, type);
+  span.setStatus({ code: SpanStatusCode.ERROR, ...(message ? { message } : {}) });
+}
+
+/**
+ * One call's spans and measurements. The root span (SERVER, `tools/call <tool>`)
+ * has children for validation (until the upstream is called), the upstream call
+ * (CLIENT), enveloping (from the upstream's answer to the pipeline's) and
+ * recording (the wait for the ledger). The root ends when the answer goes; its
+ * status is set from the call's report, read once the answer has gone.
+ */
+export class CallTelemetry {
+  readonly #start: CallStart;
+  readonly #tracer: Tracer | undefined;
+  readonly #instruments: Instruments | undefined;
+  readonly #began: HrTime;
+  readonly #root: Span | undefined;
+  readonly #context: Context | undefined;
+  #phase: Span | undefined;
+
+  constructor(start: CallStart, tracer: Tracer | undefined, instruments: Instruments | undefined) {
+    this.#start = start;
+    this.#tracer = tracer;
+    this.#instruments = instruments;
+    this.#began = hrTime();
+    if (!tracer) return;
+    const attributes: Attributes = {
+      [ATTR_MCP_METHOD_NAME]: 'tools/call',
+      [ATTR_GEN_AI_TOOL_NAME]: start.tool,
+      [ATTR_GEN_AI_OPERATION_NAME]: 'execute_tool',
+      [ATTR_UPSTREAM]: start.upstream,
+      [ATTR_NETWORK_TRANSPORT]: start.transport === 'stdio' ? 'pipe' : 'tcp',
+    };
+    if (start.protocolVersion !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = start.protocolVersion;
+    if (start.requestId !== undefined) attributes[ATTR_JSONRPC_REQUEST_ID] = String(start.requestId);
+    // Only the 2025-11-25 wire has sessions; a 2026-07-28 request names none.
+    if (start.sessionId !== undefined && (start.protocolVersion ?? '') < STATELESS_REVISION)
+      attributes[ATTR_MCP_SESSION_ID] = start.sessionId;
+    const parent = remoteParent(start.meta, start.headers);
+    this.#root = tracer.startSpan(
+      `tools/call ${start.tool}`,
+      { kind: SpanKind.SERVER, attributes, startTime: this.#began },
+      parent,
+    );
+    this.#context = trace.setSpan(parent, this.#root);
+    this.#phase = tracer.startSpan('validate', { startTime: this.#began }, this.#context);
+  }
+
+  /** The trace and span ids the call log carries: the root span's, when tracing. */
+  get ids(): { traceId: string; spanId: string } | undefined {
+    const span = this.#root?.spanContext();
+    return span ? { traceId: span.traceId, spanId: span.spanId } : undefined;
+  }
+
+  /** Wraps the upstream call: the CLIENT span, and its trace context in the `_meta` sent upstream. */
+  invoking(invoke: InvokeUpstream): InvokeUpstream {
+    const tracer = this.#tracer;
+    const context = this.#context;
+    if (!tracer || !context) return invoke;
+    return async (params: CallToolParams): Promise<CallToolResult> => {
+      this.#phase?.end();
+      const span = tracer.startSpan(
+        `tools/call ${params.name}`,
+        {
+          kind: SpanKind.CLIENT,
+          attributes: {
+            [ATTR_MCP_METHOD_NAME]: 'tools/call',
+            [ATTR_GEN_AI_TOOL_NAME]: params.name,
+            [ATTR_UPSTREAM]: this.#start.upstream,
+          },
+        },
+        context,
+      );
+      this.#phase = undefined;
+      try {
+        const result = await invoke({ ...params, _meta: withTraceContext(params._meta, span.spanContext()) });
+        if (result.isError === true) failed(span, 'tool_error');
+        return result;
+      } catch (error) {
+        failed(span, errorType(error), error instanceof Error ? error.message : undefined);
+        throw error;
+      } finally {
+        span.end();
+        this.#phase = tracer.startSpan('envelope', {}, context);
+      }
+    };
+  }
+
+  /** The pipeline has its answer; what is left is the wait for the ledger. */
+  answered(): void {
+    if (!this.#tracer || !this.#context) return;
+    this.#phase?.end();
+    this.#phase = this.#start.recording ? this.#tracer.startSpan('record', {}, this.#context) : undefined;
+  }
+
+  /**
+   * The answer goes now (`error`: as a protocol error). How the call ended is
+   * read a turn later, once the answer has gone, for the span's status and the
+   * metrics: from the call's report when the call log or the ledger had one
+   * made, else from the answer itself, so telemetry never has the report's
+   * digests computed for it alone.
+   */
+  end(ending: CallEnding): void {
+    const ended = hrTime();
+    this.#phase?.end(ended);
+    this.#phase = undefined;
+    setImmediate(() => this.#finish(how(ending), ended, ending.error));
+  }
+
+  #finish({ outcome, code, refused }: How, ended: HrTime, error: unknown): void {
+    const root = this.#root;
+    if (root) {
+      root.setAttribute(ATTR_OUTCOME, outcome);
+      if (code !== null) root.setAttribute(ATTR_CODE, code);
+      if (outcome === 'error')
+        failed(root, code ?? errorType(error), error instanceof Error ? error.message : undefined);
+      root.end(ended);
+    }
+    const instruments = this.#instruments;
+    if (!instruments) return;
+    const { upstream, tool } = this.#start;
+    const counted: Attributes = { upstream, tool, outcome, ...(code === null ? {} : { code }) };
+    instruments.calls.add(1, counted);
+    if (refused) instruments.refused.add(1, { upstream, tool, ...(code === null ? {} : { code }) });
+    const seconds = hrTimeToMilliseconds(hrTimeDuration(this.#began, ended)) / 1000;
+    instruments.duration.record(seconds, {
+      [ATTR_MCP_METHOD_NAME]: 'tools/call',
+      [ATTR_GEN_AI_TOOL_NAME]: tool,
+      upstream,
+      ...(outcome === 'error' ? { [ATTR_ERROR_TYPE]: code ?? errorType(error) } : {}),
+    });
+  }
+}

@@ -1,0 +1,424 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type CallToolResult, Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, NODE, ROOT, type Running, stopChild } from './processes.ts';
+
+/**
+ * OpenTelemetry through the real gateway: a 2026-07-28 client sends its trace
+ * context in `_meta`, a 2025-11-25 session client in the HTTP `traceparent`
+ * header; the gateway's spans reach an OTLP/HTTP receiver in this process, and
+ * the upstream (tests/fixtures/servers/traced.ts, one process per protocol
+ * revision) answers the trace context it was sent, so the chain client →
+ * gateway → upstream is checked end to end. `/metrics` is read with a
+ * Prometheus parser. A gateway without telemetry exports nothing.
+ */
+
+const TRACED = fileURLToPath(new URL('../fixtures/servers/traced.ts', import.meta.url));
+const TOKEN = 'telemetry-token-0123456789abcdef';
+const CLIENT_TRACE = '0af7651916cd43dd8448eb211c80319c';
+const CLIENT_SPAN = 'b7ad6b7169203331';
+const HEADER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
+const HEADER_SPAN = '00f067aa0ba902b7';
+const SERVER = 2;
+const CLIENT = 3;
+const STATUS_ERROR = 2;
+
+interface OtlpValue {
+  stringValue?: string;
+  intValue?: string | number;
+  boolValue?: boolean;
+}
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: { key: string; value: OtlpValue }[];
+  status?: { code?: number };
+}
+
+interface Received {
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+interface Receiver {
+  url: string;
+  received: Received[];
+  spans(): OtlpSpan[];
+  /** Settles once what was received satisfies `done` (checked at each arrival). */
+  until(done: () => boolean): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** An OTLP/HTTP collector on 127.0.0.1: takes POST /v1/traces and /v1/metrics as JSON. */
+async function startReceiver(): Promise<Receiver> {
+  const received: Received[] = [];
+  const waiting = new Set<() => void>();
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      received.push({ path: req.url ?? '', headers: req.headers, body: JSON.parse(text) });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+      for (const check of [...waiting]) check();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const spans = () =>
+    received
+      .filter((entry) => entry.path === '/v1/traces')
+      .flatMap((entry) =>
+        (entry.body as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans.flatMap(
+          (resource) => resource.scopeSpans.flatMap((scope) => scope.spans),
+        ),
+      );
+  return {
+    url: `http://127.0.0.1:${port}`,
+    received,
+    spans,
+    until: (done) =>
+      new Promise((resolve) => {
+        const check = () => {
+          if (!done()) return;
+          waiting.delete(check);
+          resolve();
+        };
+        waiting.add(check);
+        check();
+      }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function attribute(span: OtlpSpan, key: string): string | number | boolean | undefined {
+  const value = span.attributes.find((entry) => entry.key === key)?.value;
+  return value?.stringValue ?? value?.intValue ?? value?.boolValue;
+}
+
+const folders: string[] = [];
+
+/** A gateway of two traced upstreams, one per protocol revision; with `telemetry`, tracing to `receiver`. */
+function gatewayConfig(receiver: string | undefined, telemetry: boolean): { dir: string; file: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'telemetry-'));
+  folders.push(dir);
+  const config = {
+    upstreams: [
+      { name: 'modern', stdio: { command: NODE, args: [TRACED] }, protocol: '2026-07-28' },
+      { name: 'legacy', stdio: { command: NODE, args: [TRACED] }, protocol: '2025-11-25' },
+    ],
+    listen: { stdio: false, http: { host: '127.0.0.1', port: 0 } },
+    // Tokens required (so /metrics is served by default) only where telemetry is on.
+    ...(telemetry ? { auth: { tokens: [{ name: 'tester', token: TOKEN, tier: 'pro' }] } } : {}),
+    ledger: { path: join(dir, 'ledger.sqlite') },
+    // One fail call an hour: the second is refused before it reaches the upstream.
+    rateLimits: [{ bucket: 'one-failure', limit: 1, windowMs: 3_600_000, upstream: 'legacy', tool: 'fail' }],
+    logs: { dir: join(dir, 'runs') },
+    ...(telemetry
+      ? {
+          telemetry: {
+            serviceName: 'telemetry-test',
+            traces: { enabled: true },
+            otlp: { endpoint: receiver, headers: { 'x-collector': 'test' } },
+          },
+        }
+      : {}),
+  };
+  const file = join(dir, 'gateway.config.json');
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  return { dir, file };
+}
+
+function startGateway(file: string, env: NodeJS.ProcessEnv = {}): Promise<Running> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE, [BIN, 'gateway', '--config', file], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (text: string) => {
+      err += text;
+      const match = /^Streamable HTTP: (http:\/\/\S+)$/m.exec(err);
+      if (match?.[1]) resolve({ child, url: match[1], stderr: () => err, stop: () => stopChild(child) });
+    });
+    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}: ${err}`)));
+  });
+}
+
+async function connect(url: string, headers: Record<string, string>, modern: boolean): Promise<Client> {
+  const client = new Client(
+    { name: 'telemetry-test', version: '1.0.0' },
+    modern ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {},
+  );
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  await client.connect(transport);
+  return client;
+}
+
+/** The `_meta` the upstream says it received, from the envelope the gateway wrapped its answer in. */
+function upstreamMeta(result: CallToolResult): Record<string, unknown> {
+  return (result.structuredContent as { result: { meta: Record<string, unknown> } }).result.meta;
+}
+
+function callLogLines(dir: string): Record<string, unknown>[] {
+  const logs = join(dir, 'runs');
+  return readdirSync(logs, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.jsonl') && !file.endsWith('.latest.jsonl'))
+    .flatMap((file) => readFileSync(join(logs, file), 'utf8').split('\n').filter(Boolean))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+const bearer = { authorization: `Bearer ${TOKEN}` };
+
+describe('telemetry on', () => {
+  let receiver: Receiver;
+  let gateway: Running;
+  let dir: string;
+  let modern: Client;
+  let legacy: Client;
+  let legacySession: string;
+  let viaMeta: CallToolResult;
+  let viaHeader: CallToolResult;
+  let failedCall: CallToolResult;
+  let limitedCall: CallToolResult;
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    const config = gatewayConfig(receiver.url, true);
+    dir = config.dir;
+    gateway = await startGateway(config.file);
+    modern = await connect(gateway.url, bearer, true);
+    legacy = await connect(
+      gateway.url,
+      { ...bearer, traceparent: `00-${HEADER_TRACE}-${HEADER_SPAN}-01` },
+      false,
+    );
+    legacySession = (legacy.transport as StreamableHTTPClientTransport).sessionId as string;
+    viaMeta = (await modern.callTool({
+      name: 'modern__context',
+      arguments: {},
+      _meta: {
+        traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`,
+        tracestate: 'vendor=one',
+        'com.example/keep': 'kept',
+        // Asks for a provenance record, so the ledger gets one to append.
+        capture_provenance: true,
+      },
+    })) as CallToolResult;
+    viaHeader = (await legacy.callTool({ name: 'legacy__context', arguments: {} })) as CallToolResult;
+    failedCall = (await legacy.callTool({ name: 'legacy__fail', arguments: {} })) as CallToolResult;
+    limitedCall = (await legacy.callTool({ name: 'legacy__fail', arguments: {} })) as CallToolResult;
+    // Each call makes a root span and its children; wait until all three roots have arrived.
+    await receiver.until(() => receiver.spans().filter((span) => span.kind === SERVER).length >= 4);
+  }, 60_000);
+
+  afterAll(async () => {
+    await modern?.close();
+    await legacy?.close();
+    await gateway?.stop();
+    await receiver?.close();
+    for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+  });
+
+  function root(tool: string): OtlpSpan {
+    const found = receiver.spans().find((span) => span.kind === SERVER && span.name === `tools/call ${tool}`);
+    if (!found)
+      throw new Error(`no root span for ${tool}: ${JSON.stringify(receiver.spans().map((s) => s.name))}`);
+    return found;
+  }
+
+  function children(parent: OtlpSpan): OtlpSpan[] {
+    return receiver.spans().filter((span) => span.parentSpanId === parent.spanId);
+  }
+
+  it('continues the trace a 2026-07-28 client sent in _meta, and sends the upstream its own span as parent', async () => {
+    const server = root('modern__context');
+    expect(server.traceId).toBe(CLIENT_TRACE);
+    expect(server.parentSpanId).toBe(CLIENT_SPAN);
+    expect(attribute(server, 'mcp.method.name')).toBe('tools/call');
+    expect(attribute(server, 'gen_ai.tool.name')).toBe('modern__context');
+    expect(attribute(server, 'mcp.protocol.version')).toBe('2026-07-28');
+    expect(attribute(server, 'jsonrpc.request.id')).toEqual(expect.any(String));
+    // The 2026-07-28 wire has no sessions.
+    expect(attribute(server, 'mcp.session.id')).toBeUndefined();
+
+    const kids = children(server);
+    expect(kids.map((span) => span.name).sort()).toEqual([
+      'envelope',
+      'record',
+      'tools/call context',
+      'validate',
+    ]);
+    const upstreamCall = kids.find((span) => span.kind === CLIENT) as OtlpSpan;
+    expect(upstreamCall.traceId).toBe(CLIENT_TRACE);
+
+    // What the upstream got: the gateway's upstream-call span as parent, the rest of _meta as sent.
+    const meta = upstreamMeta(viaMeta);
+    expect(meta.traceparent).toBe(`00-${CLIENT_TRACE}-${upstreamCall.spanId}-01`);
+    expect(meta.tracestate).toBe('vendor=one');
+    expect(meta['com.example/keep']).toBe('kept');
+  });
+
+  it('takes the parent from the HTTP traceparent header of a 2025-11-25 session', () => {
+    const server = root('legacy__context');
+    expect(server.traceId).toBe(HEADER_TRACE);
+    expect(server.parentSpanId).toBe(HEADER_SPAN);
+    expect(attribute(server, 'mcp.protocol.version')).toBe('2025-11-25');
+    expect(attribute(server, 'mcp.session.id')).toBe(legacySession);
+    const upstreamCall = children(server).find((span) => span.kind === CLIENT) as OtlpSpan;
+    expect(upstreamMeta(viaHeader).traceparent).toBe(`00-${HEADER_TRACE}-${upstreamCall.spanId}-01`);
+  });
+
+  it('marks a call whose tool answered isError as a failed span with its canonical code', () => {
+    expect(failedCall.isError).toBe(true);
+    // The first fail call ran (the second was rate limited): its line names its span.
+    const line = callLogLines(dir).find((entry) => entry.tool === 'fail');
+    const server = receiver.spans().find((span) => span.spanId === line?.spanId) as OtlpSpan;
+    expect(server.name).toBe('tools/call legacy__fail');
+    expect(server.status?.code).toBe(STATUS_ERROR);
+    expect(line?.outcome).toBe('error');
+    expect(typeof line?.code).toBe('string');
+    expect(attribute(server, 'error.type')).toBe(line?.code);
+    const upstreamCall = children(server).find((span) => span.kind === CLIENT) as OtlpSpan;
+    expect(upstreamCall.status?.code).toBe(STATUS_ERROR);
+    expect(attribute(upstreamCall, 'error.type')).toBe('tool_error');
+  });
+
+  it('writes the trace and span ids of each call in its call-log line', () => {
+    const line = callLogLines(dir).find((entry) => entry.tool === 'context' && entry.upstream === 'modern');
+    const server = root('modern__context');
+    expect(line?.traceId).toBe(server.traceId);
+    expect(line?.spanId).toBe(server.spanId);
+  });
+
+  it('exports to the configured endpoint with the configured headers and service name', () => {
+    const traces = receiver.received.filter((entry) => entry.path === '/v1/traces');
+    expect(traces.length).toBeGreaterThan(0);
+    expect(traces[0]?.headers['x-collector']).toBe('test');
+    const body = traces[0]?.body as { resourceSpans: unknown[] } | undefined;
+    expect(JSON.stringify(body?.resourceSpans[0])).toContain('telemetry-test');
+  });
+
+  it('serves /metrics behind the bearer token, with calls by upstream, tool, outcome and code', async () => {
+    const metricsUrl = new URL('/metrics', gateway.url);
+    const refused = await fetch(metricsUrl);
+    await refused.text();
+    expect(refused.status).toBe(401);
+    const answer = await fetch(metricsUrl, { headers: bearer });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toContain('text/plain; version=0.0.4');
+    const text = await answer.text();
+    const families = parsePrometheusTextFormat(text);
+    const family = (name: string) => families.find((entry) => entry.name === name);
+
+    const calls = family('mcp_envelope_gateway_calls_total');
+    expect(calls?.type).toBe('COUNTER');
+    const failedLine = callLogLines(dir).find((entry) => entry.tool === 'fail');
+    expect(calls?.metrics).toEqual(
+      expect.arrayContaining([
+        { labels: { upstream: 'modern', tool: 'modern__context', outcome: 'ok' }, value: '1' },
+        { labels: { upstream: 'legacy', tool: 'legacy__context', outcome: 'ok' }, value: '1' },
+        {
+          labels: {
+            upstream: 'legacy',
+            tool: 'legacy__fail',
+            outcome: 'error',
+            code: String(failedLine?.code),
+          },
+          value: '1',
+        },
+      ]),
+    );
+
+    const duration = family('mcp_server_operation_duration_seconds');
+    expect(duration?.type).toBe('HISTOGRAM');
+    // The semantic conventions' boundaries for MCP operation durations.
+    expect(
+      Object.keys(duration?.metrics[0]?.buckets ?? {})
+        .map((le) => (le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le)))
+        .sort((a, b) => a - b),
+    ).toEqual([0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, Number.POSITIVE_INFINITY]);
+    const counts = text
+      .split('\n')
+      .filter((line) => line.startsWith('mcp_server_operation_duration_seconds_count'))
+      .map((line) => Number(line.split(' ').at(-1)));
+    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(4);
+
+    // The second fail call was refused by its rate limit, before the tool ran.
+    expect(limitedCall.isError).toBe(true);
+    expect(calls?.metrics).toEqual(
+      expect.arrayContaining([
+        {
+          labels: { upstream: 'legacy', tool: 'legacy__fail', outcome: 'error', code: 'RATE_LIMITED' },
+          value: '1',
+        },
+      ]),
+    );
+    expect(family('mcp_envelope_gateway_calls_refused_total')?.metrics).toEqual([
+      { labels: { upstream: 'legacy', tool: 'legacy__fail', code: 'RATE_LIMITED' }, value: '1' },
+    ]);
+
+    const states = family('mcp_envelope_gateway_upstream_state');
+    expect(states?.metrics).toEqual(
+      expect.arrayContaining([
+        { labels: { mcp_envelope_upstream: 'modern', state: 'ready' }, value: '1' },
+        { labels: { mcp_envelope_upstream: 'legacy', state: 'ready' }, value: '1' },
+        { labels: { mcp_envelope_upstream: 'legacy', state: 'gave_up' }, value: '0' },
+      ]),
+    );
+    expect(family('mcp_envelope_gateway_upstream_restarts_total')?.metrics).toEqual(
+      expect.arrayContaining([{ labels: { mcp_envelope_upstream: 'modern' }, value: '0' }]),
+    );
+    expect(family('mcp_envelope_gateway_ledger_append_duration_seconds')?.type).toBe('HISTOGRAM');
+    expect(text).toMatch(
+      /^mcp_envelope_gateway_ledger_append_duration_seconds_count\{records="single"\} 1$/m,
+    );
+  });
+});
+
+describe('telemetry off (the default without tokens)', () => {
+  it('creates no exporter, leaves the client trace context to the upstream, and serves no /metrics', async () => {
+    const receiver = await startReceiver();
+    const { file } = gatewayConfig(undefined, false);
+    // Were an SDK exporter made anyway, the standard variable would send it here.
+    const gateway = await startGateway(file, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url });
+    try {
+      const client = await connect(gateway.url, {}, true);
+      const traceparent = `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`;
+      const result = (await client.callTool({
+        name: 'modern__context',
+        arguments: {},
+        _meta: { traceparent },
+      })) as CallToolResult;
+      expect(upstreamMeta(result).traceparent).toBe(traceparent);
+      const metrics = await fetch(new URL('/metrics', gateway.url));
+      await metrics.text();
+      expect(metrics.status).toBe(404);
+      await client.close();
+    } finally {
+      // Stopping flushes whatever telemetry a gateway has: none must arrive.
+      await gateway.stop();
+    }
+    expect(receiver.received).toEqual([]);
+    await receiver.close();
+  }, 60_000);
+});
