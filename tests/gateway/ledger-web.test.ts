@@ -65,6 +65,8 @@ const bearer = { authorization: `Bearer ${TOKEN}` };
 
 describe('the gateway’s /ledger', () => {
   it('is closed without a token: pages go to the login form, the API answers 401, a wrong token 401', async () => {
+    // The gateway says where the pages are when it starts.
+    expect(gateway.stderr()).toMatch(/^Ledger pages: +http:\/\/127\.0\.0\.1:\d+\/ledger \(in a browser\)$/m);
     const page = await raw(origin, '/ledger');
     expect(page.status).toBe(303);
     expect(page.headers.location).toBe('/ledger/login');

@@ -44,7 +44,12 @@ export function connectionHelp(config: GatewayConfig, running: RunningGateway): 
       `Streamable HTTP: ${running.http.url}`,
       `Info page:       ${running.http.url} (in a browser)`,
     );
-  if (config.ledger.enabled) lines.push(`Ledger:          ${config.ledger.path}`);
+  if (config.ledger.enabled) {
+    lines.push(`Ledger:          ${config.ledger.path}`);
+    // Its pages are served on the HTTP listener, beside the MCP path.
+    if (running.http)
+      lines.push(`Ledger pages:    ${new URL('/ledger', running.http.url).href} (in a browser)`);
+  }
   if (running.callLog) lines.push(`Call log:        ${running.callLog.latest}`);
   const snippet = {
     mcpServers: {
