@@ -4,6 +4,7 @@
  * applied when a file is opened for writing, never called from outside.
  */
 
+export { type BundleReport, buildBundle, type ResultBundle, verifyBundle } from './bundle.ts';
 export {
   auditEntries,
   auditLog,

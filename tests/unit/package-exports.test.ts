@@ -241,13 +241,16 @@ const SUBPATHS: Record<string, PublicNames> = {
     values: [
       'LEDGER_SCHEMA_VERSION',
       'Ledger',
+      'auditEntries',
       'auditLog',
+      'buildBundle',
       'checkpointSignedBy',
       'latestCheckpoint',
       'leafHash',
       'parseCheckpoint',
       'proveConsistency',
       'proveInclusion',
+      'verifyBundle',
       'verifyConsistency',
       'verifyEntry',
       'verifyInclusion',
@@ -255,6 +258,7 @@ const SUBPATHS: Record<string, PublicNames> = {
       'writeCheckpoint',
     ],
     types: [
+      'BundleReport',
       'Checkpoint',
       'ConsistencyProofFile',
       'InclusionProofFile',
@@ -266,6 +270,7 @@ const SUBPATHS: Record<string, PublicNames> = {
       'ListFilter',
       'LogAudit',
       'OpenOptions',
+      'ResultBundle',
     ],
   },
   mcp: {
