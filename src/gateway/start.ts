@@ -15,7 +15,7 @@ import { UpstreamStatusBoard } from './operations/upstream-status.ts';
 import { PinGuard, pinChangeLine, signatureLine } from './pinning/pin-guard.ts';
 import { PinStore } from './pinning/pin-store.ts';
 import { UpstreamFleet } from './relay/upstream-fleet.ts';
-import { createTelemetry } from './telemetry/telemetry.ts';
+import type { GatewayTelemetry } from './telemetry/telemetry.ts';
 import { type StdioGateway, serveGatewayOnStdio } from './transports/stdio/serve-stdio.ts';
 import { KILL_GRACE_MS, killAllUpstreams } from './upstreams/child-transport.ts';
 import { EraMemory } from './upstreams/protocol-era.ts';
@@ -261,8 +261,13 @@ export async function startGateway(
     : undefined;
   const status = new UpstreamStatusBoard(config.upstreams.map((upstream) => upstream.name));
   const pins = pinStore ? pinGuard(config, pinStore, status, report) : undefined;
-  // Undefined unless the configuration turns traces or metrics on: then nothing of the SDK exists.
-  const telemetry = createTelemetry(config.telemetry, GATEWAY_VERSION);
+  // Undefined unless the configuration turns traces or metrics on: then nothing of the SDK exists,
+  // not even its modules (loaded here only when needed, so a gateway without telemetry pays nothing).
+  const { traces, metrics } = config.telemetry;
+  const telemetry: GatewayTelemetry | undefined =
+    traces.enabled || metrics.prometheus || metrics.otlp
+      ? (await import('./telemetry/telemetry.ts')).createTelemetry(config.telemetry, GATEWAY_VERSION)
+      : undefined;
   telemetry?.observeUpstreams(status);
   const enforcement = new Enforcement({
     upstreams: config.upstreams,
