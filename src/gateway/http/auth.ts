@@ -57,6 +57,16 @@ export class BearerAuth {
     return this.#grants.length > 0;
   }
 
+  /** Whether `token` is one of these (the same comparison as a bearer header's). */
+  accepts(token: string): boolean {
+    try {
+      this.authenticate(`Bearer ${token}`);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** The principal for a request, or an AUTH_REQUIRED / UNAUTHORIZED error. */
   authenticate(header: string | undefined): Principal {
     const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);

@@ -122,16 +122,6 @@ export interface HttpGateway {
   close(): Promise<void>;
 }
 
-/** Whether a token is one of the gateway's (the same check as a bearer header's). */
-function validToken(auth: BearerAuth, token: string): boolean {
-  try {
-    auth.authenticate(`Bearer ${token}`);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** How long a request's headers and body may take to arrive. */
 export const REQUEST_READ_TIMEOUT_MS = 30_000;
 
@@ -197,7 +187,7 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
         ledger: options.ledger,
         ...(options.ledgerPublicKey ? { publicKey: options.ledgerPublicKey } : {}),
         ...(authRequired || auth.enabled
-          ? { auth: { required: authRequired, check: (token: string) => validToken(auth.static, token) } }
+          ? { auth: { required: authRequired, check: (token: string) => auth.static.accepts(token) } }
           : {}),
         onError: report,
       })

@@ -55,6 +55,13 @@ export function pinKey(upstream: string, server: string, kind: DefinitionKind, n
   return `${upstream}\u0000${server}\u0000${kind}\u0000${name}`;
 }
 
+/** Which pins or pending definitions to read: by upstream, kind and name, each when given. */
+export interface PinFilter {
+  upstream?: string;
+  kind?: DefinitionKind;
+  name?: string;
+}
+
 export class PinStore {
   readonly path: string | undefined;
   readonly #db: DatabaseSync;
@@ -230,31 +237,30 @@ export class PinStore {
   }
 
   /** Definitions waiting for an operator, oldest first; filtered by upstream, kind and name when given. */
-  pending(filter: { upstream?: string; kind?: DefinitionKind; name?: string } = {}): Pending[] {
-    const rows = this.#db
-      .prepare(
-        `SELECT * FROM definition_pending
-          WHERE (:upstream IS NULL OR upstream = :upstream)
-            AND (:kind IS NULL OR kind = :kind)
-            AND (:name IS NULL OR name = :name)
-          ORDER BY first_seen, upstream, kind, name`,
-      )
-      .all({ upstream: filter.upstream ?? null, kind: filter.kind ?? null, name: filter.name ?? null });
-    return rows as unknown as Pending[];
+  pending(filter: PinFilter = {}): Pending[] {
+    return this.#filtered(
+      'definition_pending',
+      'first_seen, upstream, kind, name',
+      filter,
+    ) as unknown as Pending[];
   }
 
   /** Every pin, filtered like `pending`, read from the file (the CLI's view). */
-  list(filter: { upstream?: string; kind?: DefinitionKind; name?: string } = {}): Pin[] {
-    const rows = this.#db
+  list(filter: PinFilter = {}): Pin[] {
+    return this.#filtered('definition_pins', 'upstream, kind, name, server', filter) as unknown as Pin[];
+  }
+
+  /** The rows of one of the pin tables that match the filter, in the order given. */
+  #filtered(table: 'definition_pins' | 'definition_pending', order: string, filter: PinFilter): unknown[] {
+    return this.#db
       .prepare(
-        `SELECT * FROM definition_pins
+        `SELECT * FROM ${table}
           WHERE (:upstream IS NULL OR upstream = :upstream)
             AND (:kind IS NULL OR kind = :kind)
             AND (:name IS NULL OR name = :name)
-          ORDER BY upstream, kind, name, server`,
+          ORDER BY ${order}`,
       )
       .all({ upstream: filter.upstream ?? null, kind: filter.kind ?? null, name: filter.name ?? null });
-    return rows as unknown as Pin[];
   }
 
   /**

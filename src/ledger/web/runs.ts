@@ -3,7 +3,6 @@
  * principal, outcome, error code, a time range) and keyset paging by seq,
  * newest first, so a page costs one index range however deep it is.
  */
-import type { DatabaseSync } from 'node:sqlite';
 import { EnvelopeError } from '../../errors/index.ts';
 import type { Ledger } from '../store.ts';
 
@@ -65,8 +64,9 @@ const ROW_COLUMNS = 'seq, run_id, tool, upstream, principal, outcome, error_code
  * search over the primary key: rows are stored in time order, so a time range is a seq range,
  * found in O(log n) reads without an index on created_at (which every append would pay for).
  */
-function seqAt(db: DatabaseSync, time: string, last: boolean): number {
-  const max = Number((db.prepare('SELECT max(seq) AS n FROM records').get() as { n: number | null }).n ?? 0);
+function seqAt(ledger: Ledger, time: string, last: boolean): number {
+  const db = ledger.database();
+  const max = ledger.log().size();
   const at = db.prepare('SELECT created_at FROM records WHERE seq >= ? ORDER BY seq LIMIT 1');
   // The smallest seq in [1, max + 1] whose created_at is >= time (or > time, for `last`).
   let low = 1;
@@ -81,7 +81,7 @@ function seqAt(db: DatabaseSync, time: string, last: boolean): number {
   return last ? low - 1 : low;
 }
 
-function where(db: DatabaseSync, filter: RunsFilter): { sql: string[]; params: Record<string, string> } {
+function where(ledger: Ledger, filter: RunsFilter): { sql: string[]; params: Record<string, string> } {
   const sql: string[] = [];
   const params: Record<string, string> = {};
   for (const [name, column] of FILTER_COLUMNS) {
@@ -97,11 +97,11 @@ function where(db: DatabaseSync, filter: RunsFilter): { sql: string[]; params: R
   }
   // The seq range first (what narrows the scan), the times themselves still checked.
   if (filter.from !== undefined) {
-    sql.push(`seq >= ${seqAt(db, filter.from, false)}`, 'created_at >= :from');
+    sql.push(`seq >= ${seqAt(ledger, filter.from, false)}`, 'created_at >= :from');
     params.from = filter.from;
   }
   if (filter.to !== undefined) {
-    sql.push(`seq <= ${seqAt(db, filter.to, true)}`, 'created_at <= :to');
+    sql.push(`seq <= ${seqAt(ledger, filter.to, true)}`, 'created_at <= :to');
     params.to = filter.to;
   }
   return { sql, params };
@@ -115,7 +115,7 @@ export function queryRuns(ledger: Ledger, query: RunsQuery): RunsPage {
     });
   }
   const db = ledger.database();
-  const { sql, params } = where(db, query);
+  const { sql, params } = where(ledger, query);
   const newerFirst = query.after === undefined;
   const bound = newerFirst
     ? query.before === undefined
