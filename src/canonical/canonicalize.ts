@@ -333,3 +333,34 @@ function asCanonicalError(error: unknown, value: unknown): unknown {
   }
   return error;
 }
+
+/**
+ * The canonical texts of an object with and without one member, canonicalizing
+ * each member once (a record's digest is taken without its `integrity`, and
+ * the record is stored with it). Members are joined in RFC 8785 order, exactly
+ * as `canonicalize` orders them.
+ */
+export function canonicalizeWithAndWithout(
+  value: Record<string, unknown>,
+  member: string,
+): { text: string; without: string } {
+  const keys = Object.keys(value)
+    .filter((key) => value[key] !== undefined)
+    .sort();
+  let parts: string[];
+  try {
+    parts = keys.map((key) => {
+      const name = JSON.stringify(key);
+      if (hasLoneSurrogateEscape(name)) throw PROBLEM;
+      return `${name}:${canonicalize(value[key])}`;
+    });
+  } catch (error) {
+    // Canonicalize the whole to throw the error with its pointer from the object's root.
+    canonicalize(value);
+    throw error;
+  }
+  const at = keys.indexOf(member);
+  const without = at === -1 ? parts : [...parts.slice(0, at), ...parts.slice(at + 1)];
+  const text = `{${parts.join(',')}}`;
+  return { text, without: at === -1 ? text : `{${without.join(',')}}` };
+}

@@ -1,4 +1,4 @@
-import { createHash, type Hash } from 'node:crypto';
+import { createHash, type Hash, hash } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { createBLAKE3, type IHasher } from 'hash-wasm';
@@ -87,6 +87,8 @@ function oneShotHasher(alg: DigestAlg): Hasher {
 
 /** Digest of raw bytes, or of a string's UTF-8 encoding. */
 export function digestBytes(data: Uint8Array | string, alg: DigestAlg = 'sha256'): Digest {
+  // The platform's one-shot hash skips a Hash object per call (most digests here are of small texts).
+  if (alg === 'sha256' || alg === 'sha512') return { alg, value: hash(alg, data, 'hex') };
   const hasher = oneShotHasher(assertDigestAlg(alg));
   hasher.update(data);
   return { alg, value: hasher.hex() };

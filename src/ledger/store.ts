@@ -12,11 +12,11 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { canonicalize, parseJsonLossless } from '../canonical/index.ts';
+import { canonicalizeWithAndWithout } from '../canonical/canonicalize.ts';
+import { canonicalize, digestBytes, parseJsonLossless } from '../canonical/index.ts';
 import { isJsonObject } from '../canonical/json-value.ts';
 import { claimsEnvelopeV01 } from '../envelope/prov-v01.ts';
 import { EnvelopeError } from '../errors/index.ts';
-import { computeRecordDigest } from '../provenance/integrity.ts';
 import type { ProvRecord } from '../provenance/record.ts';
 import { defaultRegistry, SCHEMA_IDS } from '../schemas/index.ts';
 import { indexColumns } from './index-columns.ts';
@@ -257,6 +257,7 @@ export class Ledger {
       if (readOnly) return new Ledger(path, db, options.now ?? (() => new Date()), true);
       db.exec('PRAGMA journal_mode = WAL');
       db.exec('PRAGMA synchronous = NORMAL');
+      db.exec('PRAGMA wal_autocheckpoint = 10000');
       db.exec('PRAGMA foreign_keys = ON');
       migrate(db, path);
       return new Ledger(path, db, options.now ?? (() => new Date()), false);
@@ -343,15 +344,17 @@ export class Ledger {
       );
     }
     const provRecord = record as unknown as ProvRecord;
+    // The record digest is over the record without `integrity`: both texts from one canonicalization.
+    const texts = canonicalizeWithAndWithout(provRecord as unknown as Record<string, unknown>, 'integrity');
     return {
       record: provRecord,
       envelope: envelope ?? null,
-      digest: computeRecordDigest(provRecord).value,
+      digest: digestBytes(texts.without, 'sha256').value,
       createdAt: this.now().toISOString(),
       tool: meta.tool ?? provRecord.tool.name,
       upstream: meta.upstream ?? null,
       principal: meta.principal ?? null,
-      recordText: canonicalize(provRecord),
+      recordText: texts.text,
       envelopeText: envelope === undefined ? null : canonicalize(envelope),
     };
   }
@@ -375,7 +378,9 @@ export class Ledger {
   /** Stores one prepared record, inside a transaction: the row and its log leaf are one row. */
   private store(item: PreparedInsert): InsertResult {
     const log = this.log();
-    const index = log.size();
+    // One read of the last row gives the leaf's index and the right edge it joins.
+    const tail = log.tail();
+    const index = tail.size;
     const entry: LedgerEntry = {
       seq: index + 1,
       run_id: item.record.run_id,
@@ -390,7 +395,7 @@ export class Ledger {
       { ...entry, index, principal: item.principal },
       { record: item.recordText, envelope: item.envelopeText },
     );
-    const next = log.next(leaf);
+    const next = log.next(leaf, tail);
     // Columns the viewer filters on, derived from what the leaf commits to (index-columns.ts).
     const columns = indexColumns(item.record, item.envelope, item.principal);
     const { changes } = this.statement(

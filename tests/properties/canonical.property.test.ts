@@ -1,7 +1,7 @@
 import canonicalizePeer from 'canonicalize';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalize } from '../../src/canonical/canonicalize.ts';
+import { canonicalize, canonicalizeWithAndWithout } from '../../src/canonical/canonicalize.ts';
 import { parseJson } from '../../src/canonical/json-text.ts';
 
 /** JSON values with any well-formed Unicode in keys and strings, and doubles of every kind. */
@@ -68,6 +68,53 @@ describe('canonicalize properties', () => {
         expect(canonicalize(parseJson(text))).toBe(text);
       }),
       { numRuns: 400 },
+    );
+  });
+
+  it('canonicalizeWithAndWithout gives the texts of the object and of the object without one member', () => {
+    const objectWithMember = fc
+      .tuple(
+        fc.uniqueArray(fc.tuple(key, mixedValue), { maxLength: 8, selector: ([name]) => name }),
+        fc.nat(),
+      )
+      .filter(([entries]) => entries.length > 0);
+    fc.assert(
+      fc.property(objectWithMember, ([entries, pick]) => {
+        const object: Record<string, unknown> = {};
+        for (const [name, member] of entries) {
+          Object.defineProperty(object, name, {
+            value: member,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+        }
+        const member = (entries[pick % entries.length] as [string, unknown])[0];
+        const rest: Record<string, unknown> = {};
+        for (const [name, value] of entries) {
+          if (name !== member)
+            Object.defineProperty(rest, name, {
+              value,
+              enumerable: true,
+              writable: true,
+              configurable: true,
+            });
+        }
+        let whole: string;
+        try {
+          whole = canonicalize(object);
+        } catch (error) {
+          // No canonical form: the split form refuses it with the same code.
+          expect(() => canonicalizeWithAndWithout(object, member)).toThrow(
+            expect.objectContaining({ code: (error as { code: string }).code }),
+          );
+          return;
+        }
+        const texts = canonicalizeWithAndWithout(object, member);
+        expect(texts.text).toBe(whole);
+        expect(texts.without).toBe(canonicalize(rest));
+        expect(canonicalizeWithAndWithout(object, '\u0000absent').without).toBe(whole);
+      }),
     );
   });
 

@@ -5,23 +5,19 @@
  * the largest power of two below n, so a tree whose size is not a power of two
  * is a run of perfect subtrees, largest first, folded from the right.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 export const HASH_SIZE = 32;
 
+const LEAF_PREFIX = Buffer.from([0x00]);
+const NODE_PREFIX = Buffer.from([0x01]);
+
 export function leafHash(leaf: Uint8Array): Buffer {
-  return createHash('sha256')
-    .update(Buffer.from([0x00]))
-    .update(leaf)
-    .digest();
+  return hash('sha256', Buffer.concat([LEAF_PREFIX, leaf]), 'buffer');
 }
 
 export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
-  return createHash('sha256')
-    .update(Buffer.from([0x01]))
-    .update(left)
-    .update(right)
-    .digest();
+  return hash('sha256', Buffer.concat([NODE_PREFIX, left, right]), 'buffer');
 }
 
 /** The hash of the empty tree: SHA-256 of nothing. */

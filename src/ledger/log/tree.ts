@@ -42,6 +42,12 @@ export function completedNodes(
   return Buffer.concat(hashes);
 }
 
+/** The log's size and its last row's nodes. */
+export interface Tail {
+  size: number;
+  nodes: Uint8Array | null;
+}
+
 export class TreeStore implements PerfectNodes {
   private readonly db: DatabaseSync;
   private statements: Record<string, StatementSync> = {};
@@ -65,20 +71,25 @@ export class TreeStore implements PerfectNodes {
     return row.last === null ? 0 : Number(row.last);
   }
 
-  /**
-   * Where the next leaf goes and the subtree hashes its row stores with it. One read of the last
-   * row gives the size and the first sibling (the leaf before, when the new index is odd); each
-   * higher sibling, completed by an earlier leaf, is one more read by primary key.
-   */
-  next(leaf: Uint8Array): NextLeaf {
+  /** The log's size and the nodes its last leaf completed: what the next leaf joins. */
+  tail(): Tail {
     const last = this.statement('SELECT seq, nodes FROM records ORDER BY seq DESC LIMIT 1').get() as
       | { seq: number; nodes: Uint8Array | null }
       | undefined;
-    const index = last === undefined ? 0 : Number(last.seq);
+    return last === undefined ? { size: 0, nodes: null } : { size: Number(last.seq), nodes: last.nodes };
+  }
+
+  /**
+   * Where the next leaf goes and the subtree hashes its row stores with it. The tail (one read of
+   * the last row) gives the size and the first sibling (the leaf before, when the new index is odd);
+   * each higher sibling, completed by an earlier leaf, is one more read by primary key.
+   */
+  next(leaf: Uint8Array, tail: Tail = this.tail()): NextLeaf {
+    const index = tail.size;
     const nodes = completedNodes(index, leafHash(leaf), (level, at) => {
       const start = level * HASH_SIZE;
-      if (last?.nodes == null || last.nodes.length < start + HASH_SIZE) return this.node(level, at);
-      return last.nodes.subarray(start, start + HASH_SIZE);
+      if (tail.nodes == null || tail.nodes.length < start + HASH_SIZE) return this.node(level, at);
+      return tail.nodes.subarray(start, start + HASH_SIZE);
     });
     return { index, nodes };
   }
