@@ -6,10 +6,15 @@
  * ledger's transparency log, the other with provenance off and no ledger. The
  * clients opt in to provenance on every call. Rounds take the two in turn, so a
  * drift of the machine weighs on both alike. Target: ratio >= 0.8.
+ *
+ * Client, gateway and upstream share the machine's cores, so the calls/s of
+ * each setup is bounded by their CPU time per call together as much as by the
+ * gateway's: the bench also prints the CPU time per call of each process
+ * (Linux /proc), which a busy machine changes far less than calls/s.
  * Run: node bench/gateway-provenance.bench.ts
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,16 +65,49 @@ function config(name: string, provenance: boolean): string {
   return file;
 }
 
-async function connect(configFile: string): Promise<Client> {
+interface Connected {
+  client: Client;
+  /** The gateway's pid. */
+  pid: number;
+}
+
+async function connect(configFile: string): Promise<Connected> {
   const client = new Client({ name: 'bench', version: '1.0.0' });
-  await client.connect(
-    new StdioClientTransport({
-      command: process.execPath,
-      args: [GATEWAY, 'gateway', '--config', configFile],
-      cwd: root,
-    }),
-  );
-  return client;
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [GATEWAY, 'gateway', '--config', configFile],
+    cwd: root,
+  });
+  await client.connect(transport);
+  return { client, pid: transport.pid as number };
+}
+
+/** CPU milliseconds (user + system) a process has used, from /proc/<pid>/stat; 0 where there is no /proc. */
+function cpuMs(pid: number): number {
+  try {
+    const fields = (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] as string).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** The processes whose parent is `pid` (the gateway's upstream). */
+function childrenOf(pid: number): number[] {
+  try {
+    return readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .filter((name) => {
+        try {
+          return readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ')[1] === String(pid);
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+  } catch {
+    return [];
+  }
 }
 
 async function echo(client: Client): Promise<void> {
@@ -102,21 +140,38 @@ const median = (values: number[]) =>
 const full = await connect(config('full', true));
 const off = await connect(config('off', false));
 try {
-  for (const client of [full, off]) await callsPerSecond(client, WARMUP);
+  for (const { client } of [full, off]) await callsPerSecond(client, WARMUP);
   const rates = { full: [] as number[], off: [] as number[] };
+  // CPU ms per setup and process over the measured rounds: [client, gateway, upstream].
+  const cpu = { full: [0, 0, 0], off: [0, 0, 0] };
+  const measure = async (setup: Connected, into: number[], cpuInto: number[]) => {
+    const upstreams = childrenOf(setup.pid);
+    const read = () => [
+      (process.cpuUsage().user + process.cpuUsage().system) / 1000,
+      cpuMs(setup.pid),
+      upstreams.reduce((sum, pid) => sum + cpuMs(pid), 0),
+    ];
+    const before = read();
+    into.push(await callsPerSecond(setup.client, PER_ROUND));
+    read().forEach((value, i) => {
+      cpuInto[i] = (cpuInto[i] as number) + value - (before[i] as number);
+    });
+  };
   for (let round = 0; round < ROUNDS; round++) {
-    rates.full.push(await callsPerSecond(full, PER_ROUND));
-    rates.off.push(await callsPerSecond(off, PER_ROUND));
+    await measure(full, rates.full, cpu.full);
+    await measure(off, rates.off, cpu.off);
   }
   const a = median(rates.full);
   const b = median(rates.off);
   // The records really were filed, signed and logged.
-  await full.close();
+  await full.client.close();
   const ledger = Ledger.open(join(dir, 'full.sqlite'), { readOnly: true });
   const stored = ledger.count();
   const signed = ledger.list({ limit: 1 })[0]?.record.integrity?.signature !== undefined;
   const logged = ledger.log().size();
   ledger.close();
+  const perCall = (ms: number[]) =>
+    ms.map((value) => ((value * 1000) / (ROUNDS * PER_ROUND)).toFixed(0).padStart(4)).join(' / ');
   console.log(
     `tools/call, ${PAYLOAD.length} B echo, prov-v0.1, ${IN_FLIGHT} in flight; median of ${ROUNDS} rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each`,
   );
@@ -124,9 +179,12 @@ try {
     `signed, full provenance, ledger with its log: ${a.toFixed(0)} calls/s (${stored} records filed, ${logged} leaves, signed: ${signed})`,
   );
   console.log(`provenance off, no ledger:                   ${b.toFixed(0)} calls/s`);
+  console.log(
+    `CPU µs per call, client / gateway / upstream: full ${perCall(cpu.full)}; off ${perCall(cpu.off)}`,
+  );
   console.log(`ratio: ${(a / b).toFixed(2)}x (target >= 0.8)`);
 } finally {
-  await full.close().catch(() => {});
-  await off.close().catch(() => {});
+  await full.client.close().catch(() => {});
+  await off.client.close().catch(() => {});
   rmSync(dir, { recursive: true, force: true });
 }

@@ -1,7 +1,7 @@
 import { isJsonObject } from '../canonical/json-value.ts';
 import type { EnvelopeV01 } from '../envelope/prov-v01.ts';
 import { EnvelopeError } from '../errors/index.ts';
-import { attachRecordDigest } from './integrity.ts';
+import { attachRecordDigest, withMethods } from './integrity.ts';
 import { type ArtifactContent, METHODS, type ProvRecord, RecordBuilder } from './record.ts';
 
 /**
@@ -102,6 +102,12 @@ export interface CallRecordSubject {
   /** Digest the result even in minimal mode (the record is to be signed). */
   bindResult?: boolean;
   parents?: readonly string[];
+  /**
+   * Full mode: claim integrity.record_digest.compute but leave the digest to
+   * the caller, who changes the record further or signs it (each digest
+   * canonicalizes the whole record).
+   */
+  deferRecordDigest?: boolean;
   /** Clock for non-deterministic records. */
   now?: () => Date;
 }
@@ -150,7 +156,8 @@ export function buildCallRecord(subject: CallRecordSubject): ProvRecord {
   });
   for (const parent of subject.parents ?? []) builder.parent(parent);
   const record = builder.build();
-  return full ? attachRecordDigest(record) : record;
+  if (!full) return record;
+  return subject.deferRecordDigest ? withMethods(record, [METHODS.recordDigest]) : attachRecordDigest(record);
 }
 
 /**

@@ -38,7 +38,8 @@ export function computeRecordDigest(record: ProvRecord, alg: DigestAlg = 'sha256
   return digestValue(recordWithoutIntegrity(record), alg);
 }
 
-function withMethods(record: ProvRecord, methods: readonly string[]): ProvRecord {
+/** The record claiming `methods` besides its own (each once, in order). */
+export function withMethods(record: ProvRecord, methods: readonly string[]): ProvRecord {
   const merged = [...record.methods];
   for (const method of methods) if (!merged.includes(method)) merged.push(method);
   return { ...record, methods: merged };

@@ -41,7 +41,9 @@ export function attachProvenance(ctx: CallContext, decision: Decision): Placed {
   const built = recordOrUndigested(ctx, decision);
   // Signed before it is placed: the answer's copy and the report's (the ledger's) are one record.
   const signing = ctx.settings.signing;
-  const record = signing ? signRecord(built.record, signing.key, { keyId: signing.keyId }) : built.record;
+  const record = signing
+    ? signRecord(built.record, signing.key, { keyId: signing.keyId })
+    : digested(built.record);
   const placement = recordPlacement(built.decision, ctx.settings.dialect);
   const provenance = { record, placement };
   if (placement === 'meta') {
@@ -81,15 +83,20 @@ function record(ctx: CallContext, decision: Decision, controls: CallControls): P
     controls,
     // A signed record binds the result in every provenance mode.
     bindResult: settings.signing !== undefined,
+    // Digested (or signed) once it is complete: attachProvenance.
+    deferRecordDigest: true,
   });
   // Files the return mode stored are outputs too: a download can be verified against the record.
   const built = withOutputArtifacts(plain, ctx.outputArtifacts);
   if (sentInV01(decision, settings.dialect)) return built;
   // No mcp.envelope.v0.1 surrounds this record, so the adapter methods defined on one are not claimed.
   const methods = built.methods.filter((method) => !V01_ENVELOPE_METHODS.has(method));
-  const { integrity, ...rest } = built;
-  const stripped: ProvRecord = { ...rest, methods };
-  return integrity ? attachRecordDigest(stripped) : stripped;
+  return { ...built, methods };
+}
+
+/** A record claiming integrity.record_digest.compute (full mode) with its digest, which no change follows. */
+function digested(record: ProvRecord): ProvRecord {
+  return record.methods.includes(METHODS.recordDigest) ? attachRecordDigest(record) : record;
 }
 
 /**

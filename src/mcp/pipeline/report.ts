@@ -118,7 +118,7 @@ export function answeredAt(signal: AbortSignal | undefined): AnsweredAt {
 export function summarize(facts: SummaryFacts, at: AnsweredAt = answeredAt(facts.signal)): CallSummary {
   const cancelled = at.aborted;
   const failure = cancelled ? null : facts.failure;
-  return {
+  const summary: CallSummary = {
     tool: facts.tool,
     dialect: facts.dialect,
     outcome: cancelled ? 'cancelled' : failure === null ? 'ok' : 'error',
@@ -128,7 +128,7 @@ export function summarize(facts: SummaryFacts, at: AnsweredAt = answeredAt(facts
     requestId: facts.requestId,
     durationMs: Math.round((at.now - facts.started) * 1000) / 1000,
     argumentsDigest: facts.argumentsDigest,
-    resultDigest: digestOf(facts.result),
+    resultDigest: null,
     resultDialect: facts.resultDialect,
     resultVersion: facts.resultVersion,
     sourceDialect: facts.source?.dialect ?? null,
@@ -137,6 +137,17 @@ export function summarize(facts: SummaryFacts, at: AnsweredAt = answeredAt(facts
     provenance: facts.provenance,
     losses: facts.losses,
   };
+  // The answer's digest canonicalizes all of it (envelope and record included): taken when first read
+  // (the call log reads it), not for a report only the ledger reads.
+  let resultDigest: { value: string | null } | undefined;
+  Object.defineProperty(summary, 'resultDigest', {
+    enumerable: true,
+    get: () => {
+      resultDigest ??= { value: digestOf(facts.result) };
+      return resultDigest.value;
+    },
+  });
+  return summary;
 }
 
 /** The facts of a call answered with no CallToolResult (a JSON-RPC error instead). */
