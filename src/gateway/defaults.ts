@@ -98,13 +98,24 @@ export const CONFIG_DEFAULTS = deepFreeze({
     },
   },
   auth: { tokens: TOP.auth.properties.tokens.default as unknown[] },
-  token: { optional: schema.$defs.token.properties.optional.default },
+  token: {
+    optional: schema.$defs.token.properties.optional.default,
+    scopes: schema.$defs.token.properties.scopes.default as string[],
+  },
   oauth: {
     algorithms: schema.$defs.oauth.properties.algorithms.default as string[],
     clockSkewSeconds: schema.$defs.oauth.properties.clockSkewSeconds.default,
     requiredScopes: schema.$defs.oauth.properties.requiredScopes.default as string[],
-    tiers: schema.$defs.oauth.properties.tiers.default as { scope: string; tier: string }[],
+    tiers: schema.$defs.oauth.properties.tiers.default as { scope?: string; tier: string }[],
     dpop: schema.$defs.oauth.properties.dpop.default as 'off' | 'allowed' | 'required',
+  },
+  access: {
+    rules: TOP.access.properties.rules.default as unknown[],
+    default: TOP.access.properties.default.default as 'allow' | 'deny',
+    rule: {
+      allow: schema.$defs.accessRule.properties.allow.default as string[],
+      deny: schema.$defs.accessRule.properties.deny.default as string[],
+    },
   },
   ledger: {
     enabled: TOP.ledger.properties.enabled.default,

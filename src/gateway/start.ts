@@ -272,6 +272,7 @@ export async function startGateway(
   const enforcement = new Enforcement({
     upstreams: config.upstreams,
     ...(config.tiers ? { tiers: config.tiers } : {}),
+    ...(config.access ? { access: config.access } : {}),
     rateLimits: config.rateLimits,
     ids: createIdSource(config.ids.seed),
     ledger,
@@ -310,6 +311,7 @@ export async function startGateway(
       report,
       status,
       ...(pins ? { pins } : {}),
+      ...(config.access ? { access: config.access } : {}),
       ...(artifacts ? { artifacts, ownResources: artifactResources(artifacts) } : {}),
     });
 
@@ -351,7 +353,7 @@ export async function startGateway(
         onSessionClosed: (id, reason) => {
           if (reason !== 'ended' && reason !== 'shutdown') report(`session ${id} closed: ${reason}`);
         },
-        tokens: config.auth.tokens.map(({ name, token, tier }) => ({ name, token, tier })),
+        tokens: config.auth.tokens.map(({ name, token, tier, scopes }) => ({ name, token, tier, scopes })),
         ...(config.auth.oauth ? { oauth: config.auth.oauth } : {}),
         authRequired: config.auth.required,
         path: listen.path,

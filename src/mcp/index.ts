@@ -6,6 +6,7 @@
  */
 export { outputSchemaFor } from './dialects.ts';
 export {
+  type CallAccess,
   type CallAction,
   type CallFailure,
   type CallOutcome,

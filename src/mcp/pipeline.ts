@@ -24,14 +24,16 @@ import {
   returnModeStage,
 } from './pipeline/return-mode.ts';
 import type { Pipeline, PipelineOptions, ToolCall } from './pipeline/types.ts';
-import { checkInput, deniedByTier } from './pipeline/validate-input.ts';
+import { checkInput, deniedAccess, deniedByTier } from './pipeline/validate-input.ts';
 import type { ToolResultLike } from './tool-result.ts';
 
 /**
  * The one enforcement pipeline for a tools/call, as a sequence of stages (each in
  * `./pipeline/`), every one reading and adding to the call's context:
  *
- * 0. the rate limit, when there is one: a denied call stops here;
+ * 0. the caller's access, when its rules refuse the tool (hidden: thrown as an
+ *    unknown tool; a higher tier would allow it: UPGRADE_REQUIRED), then the
+ *    rate limit, when there is one: a denied call stops here;
  * 1. validate the input: tier gate, argument size and depth, canonical form, inputSchema;
  * 2. invoke the tool (with the timeout); then, with an artifact sink, apply the
  *    caller's return mode (files stored and replaced by download descriptors);
@@ -62,6 +64,7 @@ export {
   type UnenforcedCall,
 } from './pipeline/report.ts';
 export type {
+  CallAccess,
   Pipeline,
   PipelineOptions,
   PipelineTool,
@@ -83,6 +86,8 @@ function unenforced(ctx: CallContext): UnenforcedCall {
 
 /** Stages 1 to 4: the decision, or an interim result that goes back unchanged. */
 async function decide(ctx: CallContext): Promise<Decision | { interim: ToolResultLike }> {
+  const denied = deniedAccess(ctx);
+  if (denied) return denied;
   if (ctx.controlsError) return fromRejection(ctx, ctx.controlsError);
   const limited = ctx.settings.options.rateLimit ? await checkRateLimit(ctx) : undefined;
   if (limited) return limited;
@@ -111,6 +116,8 @@ async function decide(ctx: CallContext): Promise<Decision | { interim: ToolResul
  * pipeline's own answer (a denial) as a decision, else the relayed result.
  */
 async function relay(ctx: CallContext): Promise<Decision | { relayed: ToolResultLike }> {
+  const denied = deniedAccess(ctx);
+  if (denied) return denied;
   const limited = ctx.settings.options.rateLimit ? await checkRateLimit(ctx) : undefined;
   const refused = limited ?? deniedByTier(ctx);
   if (refused) return refused;

@@ -2214,3 +2214,168 @@ describe('telemetry', () => {
     },
   );
 });
+
+// ---------------------------------------------------------------------------
+// Authorization per identity: `ruled` denies by default and names its callers
+// every way a rule can; `lenient` keeps the default (allow) with one deny.
+
+describe('access', () => {
+  const SCOPED_TOKEN = 'scoped-token-0123456789abcdef';
+  const PLAIN_TOKEN = 'plain-token-0123456789abcdef';
+  let as: AuthServer;
+  let ruled: HttpGateway;
+  let lenient: HttpGateway;
+  const inSeconds = (seconds: number): number => Math.floor(Date.now() / 1000) + seconds;
+  const PROBE_TOOLS = ['artifact_store', 'bad_output', 'echo', 'headers', 'parent', 'slow', 'wait', 'whoami'];
+
+  beforeAll(async () => {
+    as = await startAuthServer();
+    stops.push(() => as.close());
+    const quiet = { ledger: { enabled: false }, logs: { enabled: false }, artifacts: { enabled: false } };
+    [ruled, lenient] = await Promise.all([
+      startHttp(folder('access-ruled'), {
+        upstreams: [probe('probe')],
+        listen: { stdio: false, http: { port: 0 } },
+        auth: {
+          required: false,
+          tokens: [
+            { name: 'scoped', token: SCOPED_TOKEN, tier: 'community', scopes: ['ops'] },
+            { name: 'plain', token: PLAIN_TOKEN, tier: 'community' },
+            { name: 'pro', token: PRO_TOKEN, tier: 'pro' },
+          ],
+          oauth: { issuer: as.issuer, tiers: [{ claims: { org_role: 'admin' }, tier: 'enterprise' }] },
+        },
+        access: {
+          rules: [
+            { name: 'scoped', when: { scopes: ['ops'] }, allow: ['probe/headers'] },
+            { when: { claims: { team: 'blue' } }, allow: ['probe/wait'] },
+            { name: 'pro', when: { tier: 'pro' }, allow: ['probe/slow'] },
+            { name: 'exact', when: { tier: { exactly: 'community' } }, deny: ['probe/bad_output'] },
+            { name: 'by-token', when: { token: 'plain' }, allow: ['probe/parent'] },
+            { name: 'by-issuer', when: { issuer: as.issuer }, allow: ['probe/artifact_store'] },
+            { name: 'signed-in', when: { anonymous: false }, allow: ['probe/echo'] },
+            { name: 'everyone', allow: ['probe/whoami', 'probe/bad_output'] },
+          ],
+          default: 'deny',
+        },
+        ...quiet,
+      }),
+      startHttp(folder('access-lenient'), {
+        upstreams: [probe('probe')],
+        listen: { stdio: false, http: { port: 0 } },
+        access: { rules: [{ deny: ['probe/parent'] }] },
+        ...quiet,
+      }),
+    ]);
+  });
+
+  async function toolsOf(url: string, token?: string): Promise<string[]> {
+    const client = await sdkClient(url, token);
+    try {
+      return (await client.listTools()).tools.map((tool) => tool.name).sort();
+    } finally {
+      await client.close();
+    }
+  }
+
+  const accessToken = (claims: Record<string, unknown>) =>
+    as.sign({ aud: ruled.url, sub: 'alice', scope: 'mcp:tools', exp: inSeconds(300), ...claims });
+
+  proves(
+    [
+      'access.rules[].allow',
+      'access.rules[].when.scopes',
+      'auth.tokens[].scopes',
+      'access.rules[].when.token',
+      'access.rules[].when.anonymous',
+      'access.rules[].when.tier',
+      'access.rules[].when.tier.exactly',
+      'access.default',
+    ],
+    'access rules show each static token, and the anonymous caller, what its scopes, name and tier allow',
+    async () => {
+      const [scoped, plain, pro, anonymous] = await Promise.all([
+        toolsOf(ruled.url, SCOPED_TOKEN),
+        toolsOf(ruled.url, PLAIN_TOKEN),
+        toolsOf(ruled.url, PRO_TOKEN),
+        toolsOf(ruled.url),
+      ]);
+      // `slow` (pro allows it) and `bad_output` (denied to exactly community) are listed with an upgrade.
+      expect(scoped).toEqual(['bad_output', 'echo', 'headers', 'slow', 'whoami']);
+      expect(plain).toEqual(['bad_output', 'echo', 'parent', 'slow', 'whoami']);
+      expect(pro).toEqual(['bad_output', 'echo', 'slow', 'whoami']);
+      expect(anonymous).toEqual(['bad_output', 'slow', 'whoami']);
+      const client = await sdkClient(ruled.url, PLAIN_TOKEN);
+      try {
+        const upgrade = await client.callTool({ name: 'slow', arguments: { ms: 1 } });
+        expect(errorOf(upgrade)).toMatchObject({ code: 'UPGRADE_REQUIRED', details: { tier: 'pro' } });
+        // Hidden (the default denies it): as unknown as a tool no upstream has.
+        const hidden = await client
+          .callTool({ name: 'headers', arguments: {} })
+          .catch((error: Error) => error);
+        expect((hidden as Error).message).toContain('Unknown tool: headers');
+      } finally {
+        await client.close();
+      }
+    },
+  );
+
+  proves(
+    ['access.rules[].deny'],
+    'access.rules[].deny hides what it names, everything else staying allowed by default',
+    async () => {
+      expect(await toolsOf(lenient.url)).toEqual(PROBE_TOOLS.filter((tool) => tool !== 'parent'));
+    },
+  );
+
+  proves(
+    ['access.rules[].when.claims', 'access.rules[].when.issuer', 'auth.oauth.tiers[].claims'],
+    "access rules and auth.oauth.tiers read an access token's claims and issuer",
+    async () => {
+      const [blueAdmin, bare] = await Promise.all([
+        accessToken({ team: 'blue', org_role: 'admin' }),
+        accessToken({ team: ['red'] }),
+      ]);
+      // org_role admin: enterprise, at least pro; team blue: wait; the issuer: artifact_store.
+      expect(await toolsOf(ruled.url, blueAdmin)).toEqual([
+        'artifact_store',
+        'bad_output',
+        'echo',
+        'slow',
+        'wait',
+        'whoami',
+      ]);
+      expect(await toolsOf(ruled.url, bare)).toEqual([
+        'artifact_store',
+        'bad_output',
+        'echo',
+        'slow',
+        'whoami',
+      ]);
+    },
+  );
+
+  proves(
+    ['access.rules[].name'],
+    'access.rules[].name is what a record says allowed the call (else the rule’s pointer)',
+    async () => {
+      const client = await sdkClient(ruled.url, await accessToken({ team: 'blue' }));
+      try {
+        const labelsOf = async (name: string) => {
+          const answer = await client.callTool({ name, arguments: {}, _meta: { capture_provenance: true } });
+          const record = envelope(answer).provenance as unknown as {
+            inputs: { labels: Record<string, string> }[];
+          };
+          return record.inputs[0]?.labels;
+        };
+        expect(await labelsOf('whoami')).toMatchObject({ access_decision: 'allow', access_rule: 'everyone' });
+        expect(await labelsOf('wait')).toMatchObject({
+          access_decision: 'allow',
+          access_rule: '/access/rules/1',
+        });
+      } finally {
+        await client.close();
+      }
+    },
+  );
+});

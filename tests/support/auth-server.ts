@@ -43,6 +43,12 @@ export interface AuthServer {
   strangerKey(): Promise<SigningKey>;
   /** Answer 503 to everything (metadata, keys, tokens) until set back. */
   down: boolean;
+  /**
+   * Claims the server adds to the access tokens it issues from now on
+   * (oidc-provider's `extraTokenClaims`), as an identity provider adds a
+   * user's groups or role; default none.
+   */
+  extraClaims: Record<string, unknown>;
   /** The path of every request it was sent, in order. */
   readonly requests: string[];
   /** Access tokens issued by the client credentials grant, as the SDK would ask. */
@@ -62,7 +68,12 @@ export async function startAuthServer(): Promise<AuthServer> {
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
 
-  const state = { resource: '', format: 'jwt' as 'jwt' | 'opaque', down: false };
+  const state = {
+    resource: '',
+    format: 'jwt' as 'jwt' | 'opaque',
+    down: false,
+    extraClaims: {} as Record<string, unknown>,
+  };
   let handler: ReturnType<Provider['callback']>;
 
   const build = (): void => {
@@ -91,6 +102,7 @@ export async function startAuthServer(): Promise<AuthServer> {
         },
       ],
       jwks: { keys: [...keys].reverse().map((key) => key.privateJwk) },
+      extraTokenClaims: () => ({ ...state.extraClaims }),
       scopes: SCOPES,
       features: {
         devInteractions: { enabled: false },
@@ -147,6 +159,12 @@ export async function startAuthServer(): Promise<AuthServer> {
     },
     get down() {
       return state.down;
+    },
+    get extraClaims() {
+      return state.extraClaims;
+    },
+    set extraClaims(value: Record<string, unknown>) {
+      state.extraClaims = value;
     },
     set down(value: boolean) {
       state.down = value;

@@ -18,6 +18,11 @@ declare module 'oidc-provider' {
     clients?: Record<string, unknown>[];
     jwks?: { keys: Record<string, unknown>[] };
     scopes?: string[];
+    /** Claims added to each access token issued (top-level members of a JWT one). */
+    extraTokenClaims?: (
+      ctx: unknown,
+      token: unknown,
+    ) => Record<string, unknown> | Promise<Record<string, unknown>>;
     features?: {
       devInteractions?: { enabled: boolean };
       clientCredentials?: { enabled: boolean };

@@ -287,6 +287,7 @@ const SUBPATHS: Record<string, PublicNames> = {
       'withEnvelope',
     ],
     types: [
+      'CallAccess',
       'CallAction',
       'CallFailure',
       'CallOutcome',

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
 import { isInputRequiredResult } from '@modelcontextprotocol/server';
@@ -8,6 +9,7 @@ import type { Ledger } from '../../ledger/index.ts';
 import type { ArtifactSink } from '../../mcp/pipeline/types.ts';
 import {
   answeredAt,
+  type CallAccess,
   type CallSummary,
   createPipeline,
   type Pipeline,
@@ -19,6 +21,8 @@ import {
 } from '../../mcp/pipeline.ts';
 import { RateLimiter, type RateLimitRule } from '../../ratelimit/limiter.ts';
 import { defaultRegistry } from '../../schemas/registry.ts';
+import type { AccessDecision, AccessPolicy } from '../access/policy.ts';
+import { accessPrincipalOf, type CallerIdentity, callerIdentity } from '../access/principal.ts';
 import { splitReturnMode } from '../artifacts/return-modes.ts';
 import { rateLimitedListener, traceHeadersOf } from '../http/scope.ts';
 import type { CallLog, CallLogFacts, CallTransport } from '../operations/call-log.ts';
@@ -52,6 +56,12 @@ export interface EnforcementOptions {
   callLog?: CallLog;
   /** The tier order and the anonymous tier; with it, each upstream's tier rules gate its tools. */
   tiers?: GatewayTiers;
+  /**
+   * Authorization per identity: each call's caller held to the `access` rules,
+   * in the pipeline before anything else; the decision is logged and labels the
+   * record. Absent: every tool is allowed.
+   */
+  access?: AccessPolicy;
   /** Token buckets on tools/call, one limiter for every transport and upstream; default none. */
   rateLimits?: readonly RateLimitRule[];
   /** The rate limiter's clock, in epoch milliseconds; default Date.now. */
@@ -107,17 +117,51 @@ function principalOf(context: ToolCallContext, transport: CallTransport): string
   return transport === 'stdio' ? LOCAL_PRINCIPAL : 'anonymous';
 }
 
+/** The longest label value a prov.record.v0.1 artifact carries. */
+const MAX_LABEL = 200;
+/** What stands for the rest of a value too long for a label: `…sha256:` and 16 hex digits of the whole. */
+const LABEL_DIGEST_CHARS = 24;
+
 /**
- * Who a credential says the caller is, for the call log: the principal and,
- * for an OAuth access token, its client; nothing for callers no credential
- * authenticated (their principal is an address or a session, not a who).
+ * A label value of at most 200 characters: a longer one keeps its start and
+ * ends with `…sha256:<16 hex digits of the whole value>`, so it is still told
+ * apart from others and can be checked against the value it stands for.
  */
-function callerOf(context: ToolCallContext): { principal?: string; clientId?: string } {
-  const authInfo = context.authInfo;
-  const principal = authInfo?.extra?.principal;
-  if (tierOf(context) === undefined || typeof principal !== 'string') return {};
-  const oauth = typeof authInfo?.extra?.subject === 'string';
-  return { principal, ...(oauth && authInfo?.clientId ? { clientId: authInfo.clientId } : {}) };
+export function labelValue(value: string): string {
+  if (value.length <= MAX_LABEL) return value;
+  let cut = MAX_LABEL - LABEL_DIGEST_CHARS;
+  // Never half of a surrogate pair.
+  const code = value.charCodeAt(cut - 1);
+  if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
+  const digest = createHash('sha256').update(value, 'utf8').digest('hex').slice(0, 16);
+  return `${value.slice(0, cut)}…sha256:${digest}`;
+}
+
+/**
+ * The labels of a record's `arguments` artifact that say who asked and why it
+ * was allowed: only the members there are (an anonymous caller has no
+ * principal; without access rules there is no decision).
+ */
+export function callLabels(
+  identity: CallerIdentity | undefined,
+  decision: AccessDecision | undefined,
+): Record<string, string> | undefined {
+  if (!identity && !decision) return undefined;
+  const labels: Record<string, string> = {};
+  const put = (name: string, value: string | undefined) => {
+    if (value !== undefined) labels[name] = labelValue(value);
+  };
+  put('principal', identity?.principal);
+  put('principal_subject', identity?.subject);
+  put('principal_issuer', identity?.issuer);
+  put('principal_client_id', identity?.clientId);
+  put('principal_tier', identity?.tier);
+  put('principal_token_id', identity?.tokenId);
+  if (decision) {
+    put('access_decision', decision.allowed ? 'allow' : 'deny');
+    put('access_rule', decision.rule);
+  }
+  return labels;
 }
 
 /** The tier a bearer token gave the caller; undefined for callers no token authenticated. */
@@ -249,13 +293,23 @@ export class Enforcement {
         started: performance.now(),
         signal: context.signal,
       };
-      const tier = tierOf(context);
+      const identity = callerIdentity(context.authInfo);
+      const policy = this.#options.access;
+      const decision = policy?.decide(
+        accessPrincipalOf(context.authInfo, policy.anonymousTier),
+        context.upstream,
+        params.name,
+      );
+      // Who called, as a credential says (nothing for callers none authenticated: their principal
+      // is an address or a session, not a who), and what the access rules decided.
       const facts: CallLogFacts = {
         upstream: context.upstream,
         transport,
         route,
-        ...(tier === undefined ? {} : { tier }),
-        ...callerOf(context),
+        ...identity,
+        ...(decision
+          ? { access: { decision: decision.allowed ? 'allow' : 'deny', rule: decision.rule } }
+          : {}),
         arguments: params.arguments,
       };
       let reported: (() => CallSummary) | undefined;
@@ -285,6 +339,7 @@ export class Enforcement {
           principal,
           report,
           asked,
+          { identity, decision },
         );
         traced?.answered();
         // The answer goes once its record is in the ledger.
@@ -335,19 +390,18 @@ export class Enforcement {
     principal: string,
     report: ((summary: () => CallSummary) => void) | undefined,
     returnMode: unknown,
+    caller: { identity: CallerIdentity | undefined; decision: AccessDecision | undefined },
   ): Promise<CallToolResult> {
     const described = context.tool;
     const down = context.unavailable;
     const passthrough = config.dialect === 'passthrough';
+    const access = this.#access(config, params.name, caller.decision);
     // The upstream listed no such tool: a protocol error naming the tool as the client called it,
     // rather than an execution failure quoting the upstream's un-namespaced name. In passthrough
-    // the upstream answers for its own tools, whatever they are.
-    if (!described && !down && !passthrough) {
-      const called = this.#called(config, params.name);
-      throw new EnvelopeError('NOT_FOUND', `Unknown tool: ${called}`, {
-        tool: called,
-        upstream: config.name,
-      });
+    // the upstream answers for its own tools, whatever they are. A tool the caller may not see
+    // gets the same answer from the pipeline, in every mode.
+    if (!described && !down && !passthrough && !(access && 'hidden' in access)) {
+      throw this.#unknownTool(config, params.name);
     }
     // An upstream that is down cannot describe its tool, but the call is still answered through
     // the pipeline (gate, envelope, log line), with why it is down as the failed execution.
@@ -368,9 +422,16 @@ export class Enforcement {
       config.provenance.enabled && !passthrough ? withProvenanceDefaults(params._meta, config) : undefined;
     const tier = tierOf(context);
     const listener = rateLimitedListener(context.authInfo);
+    // Who asked and under which rule, on the record's arguments: built only when a record is.
+    const labels =
+      (meta as { capture_provenance?: unknown } | undefined)?.capture_provenance === true
+        ? callLabels(caller.identity, caller.decision)
+        : undefined;
     const call: ToolCall = {
       tool,
       ...(tier === undefined ? {} : { tier }),
+      ...(access ? { access } : {}),
+      ...(labels ? { labels } : {}),
       principal,
       ...(listener ? { onRateLimited: listener } : {}),
       ...(returnMode === undefined ? {} : { returnMode }),
@@ -389,6 +450,28 @@ export class Enforcement {
       ...(report ? { report } : {}),
     };
     return pipeline.callTool(call);
+  }
+
+  /** The unknown-tool error: a protocol error naming the tool as the client called it. */
+  #unknownTool(config: UpstreamConfig, name: string): EnvelopeError {
+    const called = this.#called(config, name);
+    return new EnvelopeError('NOT_FOUND', `Unknown tool: ${called}`, { tool: called, upstream: config.name });
+  }
+
+  /**
+   * What the pipeline is told of a call the access rules refuse: hidden, the
+   * unknown-tool error; allowed at a higher tier, the upgrade hint naming it.
+   */
+  #access(
+    config: UpstreamConfig,
+    name: string,
+    decision: AccessDecision | undefined,
+  ): CallAccess | undefined {
+    if (!decision || decision.allowed) return undefined;
+    const tier = decision.upgradeTier;
+    if (tier === undefined) return { hidden: this.#unknownTool(config, name) };
+    const feature = this.#called(config, name);
+    return { upgrade: { feature, tier, reason: `${feature} is available from the ${tier} tier` } };
   }
 
   /**

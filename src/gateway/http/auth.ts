@@ -11,6 +11,8 @@ export interface TokenGrant {
   tier: string;
   /** Names the token's holder wherever a principal is named (owners, rate-limit keys, logs). */
   name?: string;
+  /** Scopes its holder is treated as having, for access rules. */
+  scopes?: readonly string[];
 }
 
 export interface Principal {
@@ -22,6 +24,8 @@ export interface Principal {
    */
   tokenId: string;
   tier: string;
+  /** A static token's configured scopes; an access token's are in `oauth`. */
+  scopes?: readonly string[];
   /** Who an OAuth access token names; undefined for a static token. */
   oauth?: OAuthIdentity;
 }
@@ -43,13 +47,14 @@ function digest(value: string): Buffer {
  * leaves it to the verifier.
  */
 export class BearerAuth {
-  readonly #grants: { digest: Buffer; tier: string; tokenId: string }[];
+  readonly #grants: { digest: Buffer; tier: string; tokenId: string; scopes: readonly string[] }[];
 
   constructor(grants: readonly TokenGrant[]) {
     this.#grants = grants.map((grant, index) => ({
       digest: digest(grant.token),
       tier: grant.tier,
       tokenId: grant.name ?? `token-${index + 1}`,
+      scopes: grant.scopes ?? [],
     }));
   }
 
@@ -75,7 +80,13 @@ export class BearerAuth {
     let found: Principal | undefined;
     // Compare against every grant so the time taken does not depend on which one matched.
     for (const grant of this.#grants) {
-      if (timingSafeEqual(presented, grant.digest)) found = { tokenId: grant.tokenId, tier: grant.tier };
+      if (timingSafeEqual(presented, grant.digest)) {
+        found = {
+          tokenId: grant.tokenId,
+          tier: grant.tier,
+          ...(grant.scopes.length > 0 ? { scopes: grant.scopes } : {}),
+        };
+      }
     }
     if (!found) throw new EnvelopeError('UNAUTHORIZED', 'The bearer token is not valid');
     return found;

@@ -2,10 +2,11 @@ import type { Tool } from '@modelcontextprotocol/server';
 import type { Ledger } from '../../ledger/index.ts';
 import { renderPage } from '../../ledger/web/html.ts';
 import { escapeHtml, type RunRow, recentRuns, SECURITY_HEADERS } from '../../ledger/web/index.ts';
+import { accessPrincipalOf } from '../access/principal.ts';
 import type { UpstreamFleet } from '../relay/upstream-fleet.ts';
 import type { UpstreamPool } from '../relay/upstream-pool.ts';
 import type { Upstream } from '../upstreams/upstream.ts';
-import { accepts, poolKeyOf, type RequestScope } from './scope.ts';
+import { accepts, authInfoOf, poolKeyOf, type RequestScope } from './scope.ts';
 
 export interface PageTool {
   name: string;
@@ -151,7 +152,12 @@ async function pageTools(scope: RequestScope, source: InfoPageSource): Promise<P
     for (const upstream of upstreams) {
       if (!upstream.available || !upstream.capabilities.tools) continue;
       const listed = await upstream.request('tools/list', undefined, { timeoutMs: 5000 });
-      const names = (listed.tools as Tool[] | undefined) ?? [];
+      const access = fleet.options.access;
+      const principal = access && accessPrincipalOf(authInfoOf(scope), access.anonymousTier);
+      // The page lists what tools/list would show this caller: a hidden tool is not named here either.
+      const names = ((listed.tools as Tool[] | undefined) ?? []).filter(
+        (tool) => !access || !principal || access.visible(principal, upstream.name, tool.name),
+      );
       const prefix = upstreams.length > 1 ? `${upstream.name}__` : '';
       // Listing a tool is when its schemas are checked; the page says which ones cannot be.
       for (const tool of names) fleet.options.outputSchemaFor?.(tool, upstream.name);

@@ -94,13 +94,15 @@ export function authInfoOf(scope: RequestScope): AuthInfo {
           subject: oauth.subject,
           issuer: oauth.issuer,
           ...(oauth.tokenId === undefined ? {} : { tokenId: oauth.tokenId }),
+          // Only the claims access rules and tiers name: never the token.
+          ...(oauth.claims === undefined ? {} : { claims: oauth.claims }),
         },
       }
     : principal
       ? {
           token: principal.tokenId,
           clientId: principal.tokenId,
-          scopes: [],
+          scopes: [...(principal.scopes ?? [])],
           extra: { tier: principal.tier, ...extra },
         }
       : { token: '', clientId: '', scopes: [], extra };

@@ -67,12 +67,30 @@ export interface CallLogEntry {
   principal?: string;
   /** The OAuth client the caller's access token was issued to, when it names one. */
   clientId?: string;
+  /** The subject an access token names (its client when it names none). */
+  subject?: string;
+  /** The issuer of the caller's access token. */
+  issuer?: string;
+  /** The access token's `jti`, or the static token's configured name: never the token. */
+  tokenId?: string;
+  /**
+   * What the `access` rules decided, present when the gateway has them: the
+   * rule that decided (its name, else its pointer `/access/rules/<n>`), or
+   * `default`.
+   */
+  access?: CallAccessEntry;
   /** `sha256:<hex>` of the canonical arguments; null when the call had none. */
   argumentsDigest: string | null;
   /** `sha256:<hex>` of the canonical result sent back; null when there was none. */
   resultDigest: string | null;
   /** Raw arguments, only when the log was opened with includeArguments. */
   arguments?: unknown;
+}
+
+/** The access rules' decision on one call. */
+export interface CallAccessEntry {
+  decision: 'allow' | 'deny';
+  rule: string;
 }
 
 /** Where and for whom a call was served: what the log adds to the call's report. */
@@ -87,6 +105,13 @@ export interface CallLogFacts {
   principal?: string;
   /** An OAuth caller's client. */
   clientId?: string;
+  /** An OAuth caller's subject and issuer. */
+  subject?: string;
+  issuer?: string;
+  /** The access token's `jti`, or the static token's name. */
+  tokenId?: string;
+  /** The access rules' decision, when the gateway has rules. */
+  access?: CallAccessEntry;
   /** The raw arguments, written only when the log was opened with includeArguments. */
   arguments?: unknown;
   traceId?: string;
@@ -257,6 +282,10 @@ export class CallLog {
       ...(facts.tier === undefined ? {} : { tier: facts.tier }),
       ...(facts.principal === undefined ? {} : { principal: facts.principal }),
       ...(facts.clientId === undefined ? {} : { clientId: facts.clientId }),
+      ...(facts.subject === undefined ? {} : { subject: facts.subject }),
+      ...(facts.issuer === undefined ? {} : { issuer: facts.issuer }),
+      ...(facts.tokenId === undefined ? {} : { tokenId: facts.tokenId }),
+      ...(facts.access === undefined ? {} : { access: facts.access }),
       argumentsDigest: summary.argumentsDigest,
       resultDigest: summary.resultDigest,
       ...(this.#includeArguments && facts.arguments !== undefined ? { arguments: facts.arguments } : {}),

@@ -15,6 +15,7 @@ import { keyIdFor, loadPrivateKey } from '../../provenance/integrity.ts';
 import type { RateLimitRule } from '../../ratelimit/limiter.ts';
 import schema from '../../schemas/data/gateway.config.schema.json' with { type: 'json' };
 import { defaultRegistry, type SchemaIssue } from '../../schemas/index.ts';
+import { type AccessPolicy, type RawAccess, resolveAccess } from '../access/policy.ts';
 import {
   type GatewayTiers,
   type RawGatewayTiers,
@@ -22,7 +23,7 @@ import {
   resolveTiers,
   type ToolTier,
 } from '../enforcement/tiers.ts';
-import type { OAuthOptions } from '../http/oauth/resource-server.ts';
+import type { OAuthOptions, OAuthTier } from '../http/oauth/resource-server.ts';
 
 export type { GatewayTiers, ToolTier } from '../enforcement/tiers.ts';
 
@@ -126,6 +127,8 @@ export interface AuthToken {
   name: string;
   token: string;
   tier: string;
+  /** Scopes its holder has for access rules; empty when none are configured. */
+  scopes: string[];
 }
 
 export interface GatewayConfig {
@@ -139,6 +142,8 @@ export interface GatewayConfig {
   auth: { required: boolean; tokens: AuthToken[]; oauth: OAuthOptions | undefined };
   /** The tier order and the tier of unauthenticated callers; undefined when no tiers section is given. */
   tiers: GatewayTiers | undefined;
+  /** Authorization per identity (`access`), checked and compiled; undefined without the section. */
+  access: AccessPolicy | undefined;
   ledger: { enabled: boolean; path: string; checkpointIntervalMs: number };
   /** `instance` absent: the environment's `MCP_ENVELOPE_INSTANCE`, else `<host>-<pid>`, decided at start. */
   logs: { enabled: boolean; dir: string; includeArguments: boolean; instance?: string };
@@ -297,10 +302,19 @@ export function resolveGatewayConfig(
         );
       }
     }
-    tokens.push({ name, token: token as string, tier: entry.tier });
+    tokens.push({
+      name,
+      token: token as string,
+      tier: entry.tier,
+      scopes: entry.scopes ?? [...CONFIG_DEFAULTS.token.scopes],
+    });
   });
 
-  const oauth = raw.auth?.oauth === undefined ? undefined : resolveOAuth(raw.auth.oauth, tiers.gateway, env);
+  const access = resolveAccessSection(raw, tiers.gateway, upstreams, options.file);
+  const oauth =
+    raw.auth?.oauth === undefined
+      ? undefined
+      : resolveOAuth(raw.auth.oauth, tiers.gateway, env, access?.claimPaths ?? []);
   // Closed by default once any token is configured, whether or not its variable is set.
   const authRequired = raw.auth?.required ?? (configuredTokens.length > 0 || oauth !== undefined);
   if (authRequired && tokens.length === 0 && oauth === undefined) {
@@ -323,6 +337,7 @@ export function resolveGatewayConfig(
     listen: { stdio: raw.listen?.stdio ?? defaults.listen.stdio, http: listenHttp },
     auth: { required: authRequired, tokens, oauth },
     tiers: tiers.gateway,
+    access,
     ledger: {
       enabled: raw.ledger?.enabled ?? defaults.ledger.enabled,
       path: at(raw.ledger?.path ?? defaults.ledger.path),
@@ -341,6 +356,40 @@ export function resolveGatewayConfig(
     rateLimits: resolveRateLimits(raw.rateLimits ?? (defaults.rateLimits as RateLimitRule[]), names),
     telemetry: resolveTelemetry(raw.telemetry ?? {}, authRequired && listenHttp !== undefined, env),
   };
+}
+
+/**
+ * `access`, checked against the rest of the configuration and compiled: its
+ * tiers are those of `tiers.order` (the default order without a `tiers`
+ * section), callers without a credential have `tiers.anonymous`.
+ */
+function resolveAccessSection(
+  raw: RawConfig,
+  tiers: GatewayTiers | undefined,
+  upstreams: readonly UpstreamConfig[],
+  file: string | undefined,
+): AccessPolicy | undefined {
+  if (raw.access === undefined) return undefined;
+  const order = tiers?.order ?? [...DEFAULT_TIERS];
+  const defaults = CONFIG_DEFAULTS.access;
+  return resolveAccess(
+    {
+      access: {
+        rules: (raw.access.rules ?? (defaults.rules as NonNullable<RawAccess['rules']>)).map((rule) => ({
+          ...rule,
+          allow: rule.allow ?? [...defaults.rule.allow],
+          deny: rule.deny ?? [...defaults.rule.deny],
+        })),
+        default: raw.access.default ?? defaults.default,
+      },
+      upstreams: upstreams.map((upstream) => upstream.name),
+      order,
+      anonymousTier: tiers?.anonymous ?? (order[0] as string),
+      tokens: (raw.auth?.tokens ?? []).map((entry, index) => entry.name ?? `token-${index + 1}`),
+      ...(raw.auth?.oauth ? { issuer: raw.auth.oauth.issuer } : {}),
+    },
+    file,
+  );
 }
 
 /**
@@ -735,6 +784,10 @@ function schemaProblem(issues: readonly SchemaIssue[], file: string | undefined)
 }
 
 function oneOfHint(issue: SchemaIssue): string {
+  if (/^\/access\/rules\/\d+\/(allow|deny)\/\d+$/.test(issue.pointer))
+    return 'must be an <upstream>/<name> pattern (`*` matching any run of characters), without spaces';
+  if (/^\/auth\/oauth\/tiers\/\d+$/.test(issue.pointer) && /"(scope|claims)"/.test(issue.message))
+    return 'must have "scope" or "claims" (or both)';
   if (issue.keyword !== 'oneOf') return issue.message;
   if (/^\/upstreams\/\d+$/.test(issue.pointer)) return 'must have exactly one of "stdio" or "url"';
   if (/^\/auth\/tokens\/\d+$/.test(issue.pointer)) return 'must have exactly one of "token" or "tokenEnv"';
@@ -788,7 +841,7 @@ interface RawOAuth {
   algorithms?: string[];
   clockSkewSeconds?: number;
   requiredScopes?: string[];
-  tiers?: { scope: string; tier: string }[];
+  tiers?: OAuthTier[];
   defaultTier?: string;
   introspection?: { endpoint?: string; clientId: string; clientSecretEnv: string };
   dpop?: 'off' | 'allowed' | 'required';
@@ -799,7 +852,12 @@ interface RawOAuth {
  * anonymous tier), the introspection secret read from its variable (an unset
  * one refuses to start, naming the variable, never a value).
  */
-function resolveOAuth(raw: RawOAuth, tiers: GatewayTiers | undefined, env: NodeJS.ProcessEnv): OAuthOptions {
+function resolveOAuth(
+  raw: RawOAuth,
+  tiers: GatewayTiers | undefined,
+  env: NodeJS.ProcessEnv,
+  accessClaims: readonly string[],
+): OAuthOptions {
   const defaults = CONFIG_DEFAULTS.oauth;
   let introspection: OAuthOptions['introspection'];
   if (raw.introspection) {
@@ -826,6 +884,10 @@ function resolveOAuth(raw: RawOAuth, tiers: GatewayTiers | undefined, env: NodeJ
     requiredScopes: raw.requiredScopes ?? [...defaults.requiredScopes],
     tiers: raw.tiers ?? [...defaults.tiers],
     defaultTier: raw.defaultTier ?? tiers?.anonymous ?? DEFAULT_TIERS[0],
+    // The claims read of a token: those the access rules and the tier entries name, no others.
+    claimPaths: [
+      ...new Set([...accessClaims, ...(raw.tiers ?? []).flatMap((entry) => Object.keys(entry.claims ?? {}))]),
+    ],
     ...(introspection ? { introspection } : {}),
     dpop: raw.dpop ?? defaults.dpop,
   };
@@ -837,6 +899,7 @@ interface RawToken {
   tokenEnv?: string;
   tier: string;
   optional?: boolean;
+  scopes?: string[];
 }
 
 interface RawConfig {
@@ -848,6 +911,7 @@ interface RawConfig {
     oauth?: RawOAuth;
   };
   tiers?: RawGatewayTiers;
+  access?: RawAccess;
   ledger?: { enabled?: boolean; path?: string; checkpointIntervalMs?: number };
   logs?: { enabled?: boolean; dir?: string; includeArguments?: boolean; instance?: string };
   ids?: { seed?: string };

@@ -20,6 +20,9 @@ import {
 import { EnvelopeError } from '../../errors/index.ts';
 import { RESULT_SCHEMA_META_KEY } from '../../mcp/tool-result.ts';
 import { PACKAGE_VERSION } from '../../version.ts';
+import { FILTERED_LISTS, ruleNameOfUri, visibleItems } from '../access/lists.ts';
+import type { AccessDecision, AccessPolicy, AccessPrincipal } from '../access/policy.ts';
+import { accessPrincipalOf } from '../access/principal.ts';
 import { toProtocolError } from '../jsonrpc/messages.ts';
 import { collectPages } from '../jsonrpc/pagination.ts';
 import { kindOfList } from '../pinning/definitions.ts';
@@ -105,6 +108,13 @@ export interface RelayOptions {
   ownResources?: OwnResources;
   /** Definition pins (src/gateway/pinning/): lists are checked against them, and each tools/call. */
   pins?: PinGuard;
+  /**
+   * Authorization per identity (src/gateway/access/): lists show each caller
+   * what it may use, and a prompt, resource or skill it may not is refused
+   * before the upstream is asked (tools are refused by the tool-call hook's
+   * pipeline).
+   */
+  access?: AccessPolicy;
 }
 
 /** Resources the gateway answers for itself. */
@@ -432,10 +442,17 @@ export class Relay {
     rename: (item: Record<string, unknown>, upstream: Upstream) => Record<string, unknown>,
   ): Promise<Result> {
     const changed: Record<string, unknown>[] = [];
+    const principal = this.#principal(ctx);
+    const policy = this.#options.access;
+    // What the caller may not see is left out first: neither listed nor named in a pin note.
+    const shown = (items: unknown[], upstream: Upstream) =>
+      policy && principal
+        ? visibleItems(policy, principal, method, upstream.name, items as Record<string, unknown>[])
+        : (items as Record<string, unknown>[]);
     const reviewed = async (items: unknown[], upstream: Upstream, pages: readonly Result[]) =>
       this.#reviewed(
         method,
-        items as Record<string, unknown>[],
+        shown(items, upstream),
         upstream,
         changed,
         rename,
@@ -449,7 +466,10 @@ export class Relay {
       const page = await this.#forward(upstream, method, params, ctx);
       const items = page[key];
       if (!Array.isArray(items)) return page;
-      return this.#withPinNotes({ ...page, [key]: await reviewed(items, upstream, [page]) }, changed);
+      return this.#privately(
+        method,
+        this.#withPinNotes({ ...page, [key]: await reviewed(items, upstream, [page]) }, changed),
+      );
     }
     const all: Record<string, unknown>[] = [];
     const pages: CacheHints[] = [];
@@ -467,7 +487,75 @@ export class Relay {
       }, key);
       all.push(...(await reviewed(items, upstream, own)));
     }
-    return this.#withPinNotes({ [key]: all, ...gatheredHints(pages) }, changed);
+    return this.#privately(method, this.#withPinNotes({ [key]: all, ...gatheredHints(pages) }, changed));
+  }
+
+  /**
+   * A list filtered per caller is that caller's: on the 2026-07-28 wire it says
+   * `cacheScope: "private"`, so no shared cache hands it to another.
+   */
+  #privately(method: string, result: Result): Result {
+    if (!this.#options.access || FILTERED_LISTS[method] === undefined || !isStatelessEra(this.server))
+      return result;
+    return { ...result, cacheScope: 'private' };
+  }
+
+  /** The caller as access rules see it; undefined without a policy. */
+  #principal(ctx: ServerContext): AccessPrincipal | undefined {
+    const policy = this.#options.access;
+    return policy ? accessPrincipalOf(ctx.http?.authInfo, policy.anonymousTier) : undefined;
+  }
+
+  /**
+   * What the policy says of the names an item of `upstream` goes by for this
+   * caller: the first refusal among them, else allowed; undefined without a policy.
+   */
+  #decide(ctx: ServerContext, upstream: string, names: readonly string[]): AccessDecision | undefined {
+    const policy = this.#options.access;
+    const principal = this.#principal(ctx);
+    if (!policy || !principal) return undefined;
+    let decision: AccessDecision | undefined;
+    for (const name of names) {
+      decision = policy.decide(principal, upstream, name);
+      if (!decision.allowed) return decision;
+    }
+    return decision;
+  }
+
+  /** The names a URI goes by for rules: itself, a skill's file its skill's name. */
+  #uriNames(uri: string): string[] {
+    return [ruleNameOfUri(uri)];
+  }
+
+  /**
+   * Refuses, before the upstream is asked, what the caller may not use:
+   * hidden, answered as `unknown` answers what no upstream has; allowed at a
+   * higher tier, UPGRADE_REQUIRED with the upgrade hint naming that tier.
+   */
+  #admit(
+    ctx: ServerContext,
+    upstream: string,
+    names: readonly string[],
+    called: string,
+    unknown: () => unknown,
+  ): void {
+    const decision = this.#decide(ctx, upstream, names);
+    if (!decision || decision.allowed) return;
+    const tier = decision.upgradeTier;
+    if (tier === undefined) throw unknown();
+    const reason = `${called} is available from the ${tier} tier`;
+    throw new EnvelopeError('UPGRADE_REQUIRED', reason, {
+      feature: called,
+      tier,
+      upgrade_hints: [{ feature: called, tier, reason }],
+    });
+  }
+
+  /** Admits a URI of an upstream (see `#admit`), refused as an unknown resource. */
+  #admitUri(ctx: ServerContext, upstream: string, uri: unknown, called: unknown = uri): void {
+    if (typeof uri !== 'string') return;
+    const named = String(called);
+    this.#admit(ctx, upstream, this.#uriNames(uri), named, () => notFound(`Unknown resource: ${named}`));
   }
 
   /**
@@ -588,7 +676,9 @@ export class Relay {
       return this.#options.ownResources.read(uri, typeof principal === 'string' ? principal : undefined);
     }
     const resolved = this.#resolveUri(uri);
-    const candidates = resolved ? [resolved.upstream] : this.#resourceHolders();
+    if (resolved) this.#admitUri(ctx, resolved.upstream.name, resolved.uri, uri);
+    // Asked around: only the upstreams whose resource the caller may read are asked.
+    const candidates = resolved ? [resolved.upstream] : this.#readable(ctx, uri);
     const sent = resolved ? { ...params, uri: resolved.uri } : params;
     let firstError: unknown;
     for (const upstream of candidates) {
@@ -605,6 +695,20 @@ export class Relay {
       }
     }
     throw firstError ?? notFound(`Unknown resource: ${String(uri)}`);
+  }
+
+  /**
+   * The upstreams serving resources that the caller may read `uri` of; none
+   * allowed, the refusal of the first (an upgrade hint, or unknown).
+   */
+  #readable(ctx: ServerContext, uri: unknown): Upstream[] {
+    const holders = this.#resourceHolders();
+    if (!this.#options.access || typeof uri !== 'string') return holders;
+    const allowed = holders.filter(
+      (upstream) => this.#decide(ctx, upstream.name, this.#uriNames(uri))?.allowed !== false,
+    );
+    if (allowed.length === 0 && holders[0]) this.#admitUri(ctx, holders[0].name, uri);
+    return allowed;
   }
 
   /** tools/list: each tool's own entry, with the output schema enforcement advertises for it. */
@@ -635,10 +739,16 @@ export class Relay {
         } as unknown as CallToolResult;
       return result as CallToolResult;
     };
+    // A tool hidden from the caller is not looked up (nor its pin checked): the hook's pipeline
+    // answers it as an unknown tool before anything else.
+    const access = this.#decide(ctx, upstream.name, [name]);
+    const hidden = access !== undefined && !access.allowed && access.upgradeTier === undefined;
     const pins = this.#options.pins;
-    const pinned = pins !== undefined && pins.mode(upstream.name) !== 'off';
+    const pinned = pins !== undefined && pins.mode(upstream.name) !== 'off' && !hidden;
     const described =
-      handler === passthroughToolCalls && !pinned ? {} : await this.#describe(upstream, name, handler);
+      (handler === passthroughToolCalls && !pinned) || hidden
+        ? {}
+        : await this.#describe(upstream, name, handler);
     // Checked before anything goes upstream: in enforce, a changed tool is refused here. A tool
     // the upstream does not list is the pipeline's NOT_FOUND, and one that is down its failure;
     // in passthrough, where the upstream would be asked anyway, enforce refuses it here.
@@ -702,6 +812,7 @@ export class Relay {
         'prompts/get',
         this.#handle((params, ctx) => {
           const { upstream, name } = this.#split(params?.name);
+          this.#admitPrompt(ctx, upstream, name, params?.name);
           return this.#forward(upstream, 'prompts/get', { ...params, name }, ctx);
         }),
       );
@@ -730,6 +841,7 @@ export class Relay {
           method,
           this.#handle((params, ctx) => {
             const { upstream, uri } = this.#routeUri(params?.uri);
+            this.#admitUri(ctx, upstream.name, uri);
             return this.#forward(upstream, method, { ...params, uri }, ctx);
           }),
         );
@@ -742,9 +854,11 @@ export class Relay {
           const ref = params?.ref as { type?: string; name?: string; uri?: string } | undefined;
           if (ref?.type === 'ref/prompt') {
             const { upstream, name } = this.#split(ref.name);
+            this.#admitPrompt(ctx, upstream, name, ref.name);
             return this.#forward(upstream, 'completion/complete', { ...params, ref: { ...ref, name } }, ctx);
           }
           const { upstream, uri } = this.#routeUri(ref?.uri);
+          this.#admitUri(ctx, upstream.name, uri);
           return this.#forward(upstream, 'completion/complete', { ...params, ref: { ...ref, uri } }, ctx);
         }),
       );
@@ -767,8 +881,11 @@ export class Relay {
       if (request.method === 'tools/call') return this.#toolsCall(request, ctx);
       if (request.method === 'tools/list') return this.#toolsList(request, ctx);
       if (this.#multi) return this.#other(request.method)(request, ctx);
-      // One upstream's skills pass as they are, checked against their pins on the way.
-      if (request.method === SKILLS_LIST && this.#options.pins) return this.#singleSkills(request, ctx);
+      // One upstream's skills pass as they are, checked against their pins and filtered for the caller.
+      if (request.method === SKILLS_LIST && (this.#options.pins || this.#options.access))
+        return this.#singleSkills(request, ctx);
+      if ((request.method === SKILLS_GET || request.method === DIRECTORY_READ) && this.#options.access)
+        return this.#singleSkillRead(request, ctx);
       try {
         return await this.#forward(this.#first(), request.method, request.params, ctx);
       } catch (error) {
@@ -786,6 +903,21 @@ export class Relay {
   readonly #singleSkills = this.#handle((params, ctx) =>
     this.#list(SKILLS_LIST, 'skills', params, ctx, (skill) => skill),
   );
+
+  /** One upstream's skills/get or directory read, admitted for the caller first. */
+  #singleSkillRead(request: JSONRPCRequest, ctx: ServerContext): Promise<Result> {
+    return this.#handle((params, ctx) => {
+      this.#admitUri(ctx, this.#first().name, params?.uri);
+      return this.#forward(this.#first(), request.method, params, ctx);
+    })(request, ctx);
+  }
+
+  /** Admits a prompt (see `#admit`), refused as a name no upstream has. */
+  #admitPrompt(ctx: ServerContext, upstream: Upstream, name: string, called: unknown): void {
+    this.#admit(ctx, upstream.name, [name], String(called), () =>
+      notFound(`Unknown name: ${String(called)}`),
+    );
+  }
 
   /**
    * Methods outside the core set, with several upstreams: skills and their
@@ -817,6 +949,7 @@ export class Relay {
       if (method === SKILLS_GET || method === DIRECTORY_READ) {
         const resolved = this.#resolveUri(params?.uri);
         if (!resolved) throw notFound(`Unknown resource: ${String(params?.uri)}`);
+        this.#admitUri(ctx, resolved.upstream.name, resolved.uri, params?.uri);
         // Skills results carry caching hints on every revision; an upstream of the older one gives none.
         const result = {
           ...UNCACHED,

@@ -72,8 +72,16 @@ function record(ctx: CallContext, decision: Decision, controls: CallControls): P
         mediaType: 'application/json',
         // The canonical text digests as the value does: the arguments are canonicalized once per call.
         content: canonical ? { text: canonical.text } : { json: call.arguments ?? {} },
-        // The arguments were read against this definition: a label is where an artifact says such things.
-        ...(call.tool.definitionDigest ? { labels: { tool_definition: call.tool.definitionDigest } } : {}),
+        // The arguments were read against this definition, asked by this caller under this rule:
+        // a label is where an artifact says such things.
+        ...(call.tool.definitionDigest || call.labels
+          ? {
+              labels: {
+                ...call.labels,
+                ...(call.tool.definitionDigest ? { tool_definition: call.tool.definitionDigest } : {}),
+              },
+            }
+          : {}),
       },
     ],
     result: decision.result,

@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { ReturnMode } from '../../artifacts/service.ts';
 import type { ResultDialectId } from '../../envelope/dialect.ts';
-import type { IssueEntry, RateLimitInfo } from '../../envelope/model.ts';
+import type { IssueEntry, RateLimitInfo, UpgradeHint } from '../../envelope/model.ts';
 import type { Profile, ProfileConfig } from '../../envelope/profiles.ts';
 import type { FeatureGate, TierConfig } from '../../envelope/tiers.ts';
 import type { IdSource } from '../../ids/index.ts';
@@ -34,6 +34,13 @@ export interface PipelineTool {
 
 export type ToolArguments = Record<string, unknown> | undefined;
 
+/**
+ * A caller's access to a tool that its access rules refuse: `hidden`, the
+ * error thrown as it is (the answer for a tool that does not exist); `upgrade`,
+ * answered with UPGRADE_REQUIRED and this hint (a higher tier would allow it).
+ */
+export type CallAccess = { hidden: unknown } | { upgrade: UpgradeHint };
+
 export interface ToolCall {
   tool: PipelineTool;
   arguments?: ToolArguments;
@@ -52,6 +59,17 @@ export interface ToolCall {
   isProtocolSignal?: (error: unknown) => boolean;
   /** This caller's tier (an authenticated gateway client), in place of the pipeline's `tier`. */
   tier?: string;
+  /**
+   * Set when the caller's access rules refuse the tool: checked first, before
+   * the rate limit and anything else, in every mode, so a refused call never
+   * reaches the tool. Absent: allowed.
+   */
+  access?: CallAccess;
+  /**
+   * Labels the provenance record's `arguments` artifact carries beside
+   * `tool_definition` (the gateway's: who asked, and the rule that allowed it).
+   */
+  labels?: Readonly<Record<string, string>>;
   /** Who calls, for rate limits kept per caller (a bearer token's id, an address); default: one shared caller. */
   principal?: string;
   /** Told when the pipeline's rate limit denies this call (an HTTP server adds its Retry-After header). */

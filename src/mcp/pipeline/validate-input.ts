@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { MAX_NESTING_DEPTH, pathBeyondDepth } from '../../canonical/json-value.ts';
 import { a11yRequestInput } from '../../envelope/dialects/a11y-v01.ts';
+import type { UpgradeHint } from '../../envelope/model.ts';
 import { upgradeRequiredError } from '../../envelope/tiers.ts';
 import { EnvelopeError } from '../../errors/index.ts';
 import { encodePointer } from '../../pointer/json-pointer.ts';
@@ -28,20 +29,36 @@ export async function checkInput(ctx: CallContext): Promise<Decision | undefined
  */
 const YIELDING_ELEMENTS = 10_000;
 
+/**
+ * A call the caller's access rules refuse, before anything else: a hidden tool's
+ * error is thrown as it is (the caller is answered as for a tool that does not
+ * exist), one a higher tier would allow is UPGRADE_REQUIRED with its hint.
+ */
+export function deniedAccess(ctx: CallContext): Decision | undefined {
+  const access = ctx.call.access;
+  if (!access) return undefined;
+  if ('hidden' in access) throw access.hidden;
+  return upgradeRequired(ctx, [access.upgrade]);
+}
+
 /** A call whose features the caller's tier lacks: UPGRADE_REQUIRED with upgrade hints. */
 export function deniedByTier(ctx: CallContext): Decision | undefined {
   const { gate, options } = ctx.settings;
   if (!gate) return undefined;
   const { tool } = ctx.call;
   const features = options.featuresOf?.(tool, ctx.call.arguments) ?? [tool.name];
-  const hints = gate.hintsFor(ctx.call.tier ?? ctx.settings.tier, features);
+  return upgradeRequired(ctx, gate.hintsFor(ctx.call.tier ?? ctx.settings.tier, features));
+}
+
+/** The UPGRADE_REQUIRED answer carrying `hints`; undefined without any. */
+function upgradeRequired(ctx: CallContext, hints: readonly UpgradeHint[]): Decision | undefined {
   const [first] = hints;
   if (!first) return undefined;
   const envelope = envelopeV01For({
     ok: false,
     data: null,
     error: upgradeRequiredError(first),
-    meta: { adapter: ctx.settings.adapter, request_id: ctx.requestId, upgrade_hints: hints },
+    meta: { adapter: ctx.settings.adapter, request_id: ctx.requestId, upgrade_hints: [...hints] },
   });
   return onEnvelope(envelope, 'denied', 'rejected');
 }

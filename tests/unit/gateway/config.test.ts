@@ -69,6 +69,8 @@ describe('loadGatewayConfig', () => {
       },
     ]);
     expect(config.tiers).toBeUndefined();
+    // Without an access section nothing is decided: every item is allowed, and lists stay shared.
+    expect(config.access).toBeUndefined();
     expect(config.listen).toEqual({ stdio: true, http: undefined });
     expect(config.auth).toEqual({ required: false, tokens: [] });
     expect(config.ledger).toEqual({
@@ -250,8 +252,8 @@ describe('loadGatewayConfig', () => {
     expect(config.auth).toEqual({
       required: true,
       tokens: [
-        { name: 'ci', token: 'from-env', tier: 'pro' },
-        { name: 'token-2', token: 'a-literal-token-0123', tier: 'free' },
+        { name: 'ci', token: 'from-env', tier: 'pro', scopes: [] },
+        { name: 'token-2', token: 'a-literal-token-0123', tier: 'free', scopes: [] },
       ],
     });
     expect(config.ledger.path).toBe('/var/tmp/ledger.sqlite');
@@ -488,8 +490,34 @@ describe('auth.oauth', () => {
       requiredScopes: [],
       tiers: [],
       defaultTier: 'pro',
+      claimPaths: [],
       dpop: 'off',
     });
+  });
+
+  it('reads only the claims the access rules and the tier entries name', () => {
+    const config = resolveGatewayConfig(
+      {
+        ...minimal,
+        auth: {
+          oauth: {
+            issuer: 'https://auth.example.com',
+            tiers: [
+              { claims: { 'org.role': 'admin' }, tier: 'enterprise' },
+              { scope: 'mcp:pro', tier: 'pro' },
+            ],
+          },
+        },
+        access: { rules: [{ when: { claims: { groups: 'ops', 'org.role': 'admin' } }, allow: ['one/*'] }] },
+      },
+      dir,
+      { env: {} },
+    );
+    expect(config.auth.oauth?.claimPaths).toEqual(['groups', 'org.role']);
+    expect(config.auth.oauth?.tiers).toEqual([
+      { claims: { 'org.role': 'admin' }, tier: 'enterprise' },
+      { scope: 'mcp:pro', tier: 'pro' },
+    ]);
   });
 
   it('reads the introspection secret from its variable', () => {
@@ -583,6 +611,7 @@ function everySection(): Record<string, unknown> {
     listen: { http: {} },
     auth: { tokens: [{ tokenEnv: 'SOME_TOKEN', tier: 'pro' }], oauth: { issuer: 'http://127.0.0.1:9' } },
     tiers: {},
+    access: { rules: [{ allow: ['local/*'], deny: ['remote/*'] }] },
     ledger: {},
     logs: {},
     ids: {},
@@ -805,4 +834,95 @@ describe('signing', () => {
       expect(JSON.stringify(error.toJSON())).not.toContain(secret.slice(0, 20));
     },
   );
+});
+
+describe('access', () => {
+  const threeUpstreams = {
+    upstreams: [...twoUpstreams.upstreams, { name: 'c', stdio: { command: 'z' } }],
+    auth: { tokens: [{ name: 'ci', token: TOKEN, tier: 'pro' }] },
+  };
+
+  it('resolves an empty section to no rules and the default allow', () => {
+    const config = resolveGatewayConfig({ ...threeUpstreams, access: {} }, dir, { env: {} });
+    expect(config.access?.fallback).toBe('allow');
+    expect(config.access?.ruleIds).toEqual([]);
+    expect(config.access?.anonymousTier).toBe('community');
+    expect(config.access?.claimPaths).toEqual([]);
+    expect(config.auth.tokens[0]?.scopes).toEqual([]);
+  });
+
+  it('names each rule by its name, else its pointer, and takes the tiers section’s anonymous tier', () => {
+    const config = resolveGatewayConfig(
+      {
+        ...threeUpstreams,
+        tiers: { order: ['free', 'paid'], anonymous: 'free' },
+        auth: { tokens: [{ name: 'ci', token: TOKEN, tier: 'paid', scopes: ['ops'] }] },
+        access: {
+          rules: [
+            { name: 'ops', when: { scopes: ['ops'], token: 'ci' }, allow: ['*/*'] },
+            { when: { tier: { exactly: 'free' } }, deny: ['a/write_*'] },
+          ],
+          default: 'deny',
+        },
+      },
+      dir,
+      { env: {} },
+    );
+    expect(config.access?.ruleIds).toEqual(['ops', '/access/rules/1']);
+    expect(config.access?.fallback).toBe('deny');
+    expect(config.access?.anonymousTier).toBe('free');
+    expect(config.auth.tokens[0]?.scopes).toEqual(['ops']);
+  });
+
+  it('refuses an auth.oauth.tiers entry with neither scope nor claims, saying so', () => {
+    const error = failure(() =>
+      resolveGatewayConfig(
+        { ...minimal, auth: { oauth: { issuer: 'https://auth.example.com', tiers: [{ tier: 'pro' }] } } },
+        dir,
+        { env: {} },
+      ),
+    );
+    expect(error.details?.pointer).toBe('/auth/oauth/tiers/0');
+    expect(error.message).toContain('must have "scope" or "claims" (or both)');
+  });
+
+  it.each([
+    [{ rules: [{ allow: ['nowhere'] }] }, '/access/rules/0/allow/0', /must be an <upstream>\/<name> pattern/],
+    [{ rules: [{ allow: ['a/'] }] }, '/access/rules/0/allow/0'],
+    [{ rules: [{ deny: ['d/x'] }] }, '/access/rules/0/deny/0', /names upstream "d", which is not configured/],
+    [{ rules: [{ when: { tier: 'gold' }, allow: ['a/*'] }] }, '/access/rules/0/when/tier', /tier "gold"/],
+    [
+      { rules: [{ when: { tier: { exactly: 'gold' } }, allow: ['a/*'] }] },
+      '/access/rules/0/when/tier/exactly',
+      /tier "gold"/,
+    ],
+    [
+      { rules: [{ when: { token: 'nobody' }, allow: ['a/*'] }] },
+      '/access/rules/0/when/token',
+      /token "nobody"/,
+    ],
+    [
+      { rules: [{ when: { issuer: 'https://elsewhere.example' }, allow: ['a/*'] }] },
+      '/access/rules/0/when/issuer',
+      /no auth\.oauth is configured/,
+    ],
+    [
+      {
+        rules: [
+          { name: 'x', allow: ['a/*'] },
+          { name: 'x', deny: ['b/*'] },
+        ],
+      },
+      '/access/rules/1/name',
+      /"x"/,
+    ],
+    [{ rules: [{ when: { anonymous: true } }] }, '/access/rules/0', /allows and denies nothing/],
+    [{ rules: [{ when: { claims: { 'a..b': 'x' } }, allow: ['a/*'] }] }, '/access/rules/0/when/claims'],
+    [{ default: 'maybe' }, '/access/default'],
+  ])('refuses %j with CONFIG_INVALID at %s', (access, pointer, message?: RegExp) => {
+    const error = failure(() => resolveGatewayConfig({ ...threeUpstreams, access }, dir, { env: {} }));
+    expect(error.code).toBe('CONFIG_INVALID');
+    expect(error.details?.pointer).toBe(pointer);
+    if (message) expect(error.message).toMatch(message);
+  });
 });

@@ -1,5 +1,6 @@
 import type { JWTPayload } from 'jose';
 import { EnvelopeError } from '../../../errors/index.ts';
+import { type CarriedClaims, type ClaimValue, carriedClaims, claimsHold } from '../../access/claims.ts';
 import { discoverAuthorizationServer } from './discovery.ts';
 import { DpopVerifier } from './dpop.ts';
 import { Introspector } from './introspection.ts';
@@ -21,8 +22,13 @@ export interface OAuthOptions {
   clockSkewSeconds: number;
   /** Scopes every request needs. */
   requiredScopes: string[];
-  /** The first entry whose scope the token has gives the tier; else `defaultTier`. */
-  tiers: { scope: string; tier: string }[];
+  /** The first entry whose scope the token has and whose claims it carries gives the tier; else `defaultTier`. */
+  tiers: OAuthTier[];
+  /**
+   * The claim paths the configuration names (`access` rules, `tiers` entries):
+   * what is read of a token's claims and carried with its requests. Default none.
+   */
+  claimPaths?: readonly string[];
   defaultTier: string;
   /** Opaque tokens are introspected (RFC 7662) when set; `endpoint` undefined: the issuer's. */
   introspection?: { endpoint?: string; clientId: string; clientSecret: string };
@@ -31,6 +37,13 @@ export interface OAuthOptions {
   jwksCooldownMs?: number;
   /** The clock (ms), for tests; default Date.now. */
   now?: () => number;
+}
+
+/** A tier a token gets by its scope, its claims, or both. */
+export interface OAuthTier {
+  scope?: string;
+  claims?: Readonly<Record<string, ClaimValue>>;
+  tier: string;
 }
 
 /** Who an access token names: never the token itself. */
@@ -46,6 +59,8 @@ export interface OAuthIdentity {
   expiresAt?: number;
   /** The resource the token was accepted for. */
   resource: string;
+  /** The claims at the configured paths the token carries; absent when it carries none of them. */
+  claims?: CarriedClaims;
 }
 
 /** The request an access token came with, as far as its checks need it. */
@@ -145,7 +160,8 @@ export class OAuthResourceServer {
 
   /** Scopes clients are told of: those every request needs, then those that give tiers. */
   get scopesSupported(): string[] {
-    return [...new Set([...this.options.requiredScopes, ...this.options.tiers.map(({ scope }) => scope)])];
+    const tierScopes = this.options.tiers.flatMap(({ scope }) => (scope === undefined ? [] : [scope]));
+    return [...new Set([...this.options.requiredScopes, ...tierScopes])];
   }
 
   /** The RFC 9728 protected resource metadata. */
@@ -230,8 +246,14 @@ export class OAuthResourceServer {
         },
       );
     }
+    const paths = this.options.claimPaths ?? [];
+    const carried = paths.length > 0 ? carriedClaims(claims, paths) : undefined;
     const tier =
-      this.options.tiers.find(({ scope }) => scopes.includes(scope))?.tier ?? this.options.defaultTier;
+      this.options.tiers.find(
+        (entry) =>
+          (entry.scope === undefined || scopes.includes(entry.scope)) &&
+          (entry.claims === undefined || claimsHold(carried, Object.entries(entry.claims))),
+      )?.tier ?? this.options.defaultTier;
     return {
       tier,
       identity: {
@@ -242,6 +264,7 @@ export class OAuthResourceServer {
         scopes,
         ...(typeof claims.exp === 'number' ? { expiresAt: claims.exp } : {}),
         resource: this.resource,
+        ...(carried && Object.keys(carried).length > 0 ? { claims: carried } : {}),
       },
     };
   }
