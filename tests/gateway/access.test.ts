@@ -184,6 +184,14 @@ async function showsCommunityView(sdk: Client): Promise<void> {
     });
   }
   expect(unknown.message).toContain('Unknown tool: fs__no_such_tool');
+  // Under access rules a tool the passthrough upstream does not have, even one whose name the rules
+  // allow (`*/review` names a prompt), is answered the same way, by the gateway: were the upstream
+  // to answer it, the difference would tell which names are hidden.
+  expect(await refusal(sdk.callTool({ name: 'gh__review', arguments: {} }))).toEqual({
+    code: unknown.code,
+    message: unknown.message.replace('fs__no_such_tool', 'gh__review'),
+    data: { ...(unknown.data as object), tool: 'gh__review', upstream: 'gh' },
+  });
   // Allowed at pro: UPGRADE_REQUIRED with the hint naming pro, before the upstream.
   const upgrade = await sdk.callTool({ name: 'gh__delete_repo', arguments: {} });
   expect(upgrade.isError).toBe(true);

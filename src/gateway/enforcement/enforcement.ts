@@ -398,9 +398,11 @@ export class Enforcement {
     const access = this.#access(config, params.name, caller.decision);
     // The upstream listed no such tool: a protocol error naming the tool as the client called it,
     // rather than an execution failure quoting the upstream's un-namespaced name. In passthrough
-    // the upstream answers for its own tools, whatever they are. A tool the caller may not see
-    // gets the same answer from the pipeline, in every mode.
-    if (!described && !down && !passthrough && !(access && 'hidden' in access)) {
+    // the upstream answers for its own tools, whatever they are, except under access rules: there
+    // an unknown tool must answer as a hidden one does (from the pipeline, in every mode), or
+    // the difference would tell a caller which names exist.
+    const upstreamAnswersUnknown = passthrough && caller.decision === undefined;
+    if (!described && !down && !upstreamAnswersUnknown && !(access && 'hidden' in access)) {
       throw this.#unknownTool(config, params.name);
     }
     // An upstream that is down cannot describe its tool, but the call is still answered through
