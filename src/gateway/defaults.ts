@@ -141,7 +141,10 @@ export const CONFIG_DEFAULTS = deepFreeze({
   },
   telemetry: {
     serviceName: TOP.telemetry.properties.serviceName.default,
-    traces: { enabled: TOP.telemetry.properties.traces.properties.enabled.default },
+    traces: {
+      enabled: TOP.telemetry.properties.traces.properties.enabled.default,
+      sampleRatio: TOP.telemetry.properties.traces.properties.sampleRatio.default,
+    },
     metrics: {
       otlp: TOP.telemetry.properties.metrics.properties.otlp.default,
       exportIntervalMs: TOP.telemetry.properties.metrics.properties.exportIntervalMs.default,

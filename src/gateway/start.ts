@@ -313,6 +313,7 @@ export async function startGateway(
       ...(pins ? { pins } : {}),
       ...(config.access ? { access: config.access } : {}),
       ...(artifacts ? { artifacts, ownResources: artifactResources(artifacts) } : {}),
+      ...(telemetry?.requests ? { requestTracing: telemetry.requests } : {}),
     });
 
   let http: HttpGateway | undefined;

@@ -2146,7 +2146,8 @@ describe('telemetry', () => {
         logs: { enabled: false },
         telemetry: {
           serviceName: 'every-setting-service',
-          traces: { enabled: true },
+          // No trace the gateway starts itself is recorded; a caller's sampled one is.
+          traces: { enabled: true, sampleRatio: 0 },
           metrics: { prometheus: true, otlp: true, exportIntervalMs: 200 },
           otlp: {
             endpoint: receiverUrl,
@@ -2158,11 +2159,25 @@ describe('telemetry', () => {
       { EVERY_SETTING_OTLP_SECRET: 'from-the-environment' },
     );
     const client = await sdkClient(traced.url);
-    await client.callTool({ name: 'echo', arguments: { text: 'traced' } });
+    await client.callTool({
+      name: 'echo',
+      arguments: { text: 'traced' },
+      _meta: { traceparent: `00-${SAMPLED_TRACE}-00f067aa0ba902b7-01` },
+    });
+    // No trace context: the gateway starts the trace, and at sampleRatio 0 records none of it.
+    await client.callTool({ name: 'echo', arguments: { text: 'not sampled' } });
+    await client.callTool({
+      name: 'echo',
+      arguments: { text: 'traced last' },
+      _meta: { traceparent: `00-${LAST_TRACE}-00f067aa0ba902b7-01` },
+    });
     await client.close();
-    // The span of that call, exported within the batch delay.
-    await exportsUntil((received) => received.some((entry) => entry.path === '/v1/traces'));
+    // The spans of those calls, exported within the batch delay, in the order they ended.
+    await exportsUntil((received) => received.some((entry) => entry.body.includes(LAST_TRACE)));
   }, 60_000);
+
+  const SAMPLED_TRACE = '5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a';
+  const LAST_TRACE = '6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b';
 
   const traceExport = () => exports.find((entry) => entry.path === '/v1/traces') as Export;
 
@@ -2173,6 +2188,28 @@ describe('telemetry', () => {
       expect(traceExport().body).toContain('"name":"tools/call echo"');
       // At its defaults (`plain`) the gateway has no telemetry: no /metrics, nothing exported anywhere.
       expect(await statusOf(fetch(new URL('/metrics', plain.url)))).toBe(404);
+    },
+  );
+
+  proves(
+    ['telemetry.traces.sampleRatio'],
+    'telemetry.traces.sampleRatio 0 records no trace the gateway starts, and every trace a caller sampled',
+    async () => {
+      const roots = exports
+        .filter((entry) => entry.path === '/v1/traces')
+        .flatMap(
+          (entry) =>
+            (
+              JSON.parse(entry.body) as {
+                resourceSpans: {
+                  scopeSpans: { spans: { name: string; kind: number; traceId: string }[] }[];
+                }[];
+              }
+            ).resourceSpans,
+        )
+        .flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans))
+        .filter((span) => span.name === 'tools/call echo' && span.kind === 2);
+      expect(roots.map((span) => span.traceId)).toEqual([SAMPLED_TRACE, LAST_TRACE]);
     },
   );
 
@@ -2198,7 +2235,8 @@ describe('telemetry', () => {
     async () => {
       const answer = await fetch(new URL('/metrics', traced.url));
       expect(answer.status).toBe(200);
-      expect(await answer.text()).toMatch(/^mcp_envelope_gateway_calls_total\{[^}]*tool="echo"[^}]*\} 1$/m);
+      // Every call is counted, whether or not its trace was recorded.
+      expect(await answer.text()).toMatch(/^mcp_envelope_gateway_calls_total\{[^}]*tool="echo"[^}]*\} 3$/m);
     },
   );
 

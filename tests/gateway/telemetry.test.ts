@@ -1,13 +1,17 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { type CallToolResult, Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { SkillsClient } from '@modelcontextprotocol/client/ext/skills';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from './gateway-process.ts';
 import { BIN, NODE, ROOT, type Running, stopChild } from './processes.ts';
 
 /**
@@ -26,6 +30,10 @@ const CLIENT_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const CLIENT_SPAN = 'b7ad6b7169203331';
 const HEADER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const HEADER_SPAN = '00f067aa0ba902b7';
+const LIST_TRACE = '11111111111111111111111111111111';
+const PROMPT_TRACE = '22222222222222222222222222222222';
+const MISSING_TRACE = '33333333333333333333333333333333';
+const UNSAMPLED_TRACE = '44444444444444444444444444444444';
 const SERVER = 2;
 const CLIENT = 3;
 const STATUS_ERROR = 2;
@@ -115,10 +123,21 @@ function attribute(span: OtlpSpan, key: string): string | number | boolean | und
 
 const folders: string[] = [];
 
-/** A gateway of two traced upstreams, one per protocol revision; with `telemetry`, tracing to `receiver`. */
-function gatewayConfig(receiver: string | undefined, telemetry: boolean): { dir: string; file: string } {
+/**
+ * A gateway of two traced upstreams, one per protocol revision; with `telemetry`,
+ * tracing to `receiver` and signing its records with a key made here.
+ */
+async function gatewayConfig(
+  receiver: string | undefined,
+  telemetry: boolean,
+): Promise<{ dir: string; file: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'telemetry-'));
   folders.push(dir);
+  if (telemetry) {
+    mkdirSync(join(dir, 'keys'));
+    const keygen = await runCli(['keygen', '--out', join(dir, 'keys', 'gateway')]);
+    expect(keygen.code, keygen.stderr).toBe(0);
+  }
   const config = {
     upstreams: [
       { name: 'modern', stdio: { command: NODE, args: [TRACED] }, protocol: '2026-07-28' },
@@ -133,6 +152,7 @@ function gatewayConfig(receiver: string | undefined, telemetry: boolean): { dir:
     logs: { dir: join(dir, 'runs') },
     ...(telemetry
       ? {
+          signing: { keyFile: 'keys/gateway.private.pem' },
           telemetry: {
             serviceName: 'telemetry-test',
             traces: { enabled: true },
@@ -146,11 +166,23 @@ function gatewayConfig(receiver: string | undefined, telemetry: boolean): { dir:
   return { dir, file };
 }
 
+const MODULE_TRACE = fileURLToPath(new URL('../fixtures/hooks/module-trace.mjs', import.meta.url));
+
+/** The OpenTelemetry modules a gateway started with `modulesFile` has loaded so far. */
+function openTelemetryModules(modulesFile: string): string[] {
+  try {
+    return readFileSync(modulesFile, 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** A gateway whose OpenTelemetry modules, as it loads them, are listed in `<dir>/modules.txt`. */
 function startGateway(file: string, env: NodeJS.ProcessEnv = {}): Promise<Running> {
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE, [BIN, 'gateway', '--config', file], {
+    const child = spawn(NODE, ['--import', MODULE_TRACE, BIN, 'gateway', '--config', file], {
       cwd: ROOT,
-      env: { ...process.env, ...env },
+      env: { ...process.env, MODULE_TRACE_FILE: join(dirname(file), 'modules.txt'), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let err = '';
@@ -200,10 +232,14 @@ describe('telemetry on', () => {
   let viaHeader: CallToolResult;
   let failedCall: CallToolResult;
   let limitedCall: CallToolResult;
+  let promptMeta: Record<string, unknown>;
+  let resourceMeta: Record<string, unknown>;
+  let missingPrompt: unknown;
+  let unsampledCall: CallToolResult;
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    const config = gatewayConfig(receiver.url, true);
+    const config = await gatewayConfig(receiver.url, true);
     dir = config.dir;
     gateway = await startGateway(config.file);
     modern = await connect(gateway.url, bearer, true);
@@ -224,11 +260,45 @@ describe('telemetry on', () => {
         capture_provenance: true,
       },
     })) as CallToolResult;
+    // A caller that decided not to sample its trace: the gateway records none of the call either.
+    unsampledCall = (await modern.callTool({
+      name: 'modern__context',
+      arguments: {},
+      _meta: { traceparent: `00-${UNSAMPLED_TRACE}-${CLIENT_SPAN}-00` },
+    })) as CallToolResult;
     viaHeader = (await legacy.callTool({ name: 'legacy__context', arguments: {} })) as CallToolResult;
     failedCall = (await legacy.callTool({ name: 'legacy__fail', arguments: {} })) as CallToolResult;
     limitedCall = (await legacy.callTool({ name: 'legacy__fail', arguments: {} })) as CallToolResult;
-    // Each call makes a root span and its children; wait until all three roots have arrived.
-    await receiver.until(() => receiver.spans().filter((span) => span.kind === SERVER).length >= 4);
+    // Requests other than tools/call: a list gathered from both upstreams, a prompt and a
+    // resource (each answering the _meta it reached the upstream with), a refusal, a ping.
+    await modern.listPrompts({ _meta: { traceparent: `00-${LIST_TRACE}-${CLIENT_SPAN}-01` } });
+    const prompt = await modern.getPrompt({
+      name: 'modern__context',
+      _meta: { traceparent: `00-${PROMPT_TRACE}-${CLIENT_SPAN}-01`, tracestate: 'vendor=two' },
+    });
+    promptMeta = JSON.parse((prompt.messages[0] as { content: { text: string } }).content.text).meta;
+    const read = await legacy.readResource({ uri: 'trace://legacy/context' });
+    resourceMeta = JSON.parse((read.contents[0] as { text: string }).text).meta;
+    missingPrompt = await modern
+      .getPrompt({ name: 'modern__missing', _meta: { traceparent: `00-${MISSING_TRACE}-${CLIENT_SPAN}-01` } })
+      .catch((error: unknown) => error);
+    await legacy.ping();
+    // Each request makes a span and its children; wait until every request's has arrived.
+    const expected = [
+      'tools/call modern__context',
+      'tools/call legacy__context',
+      'prompts/list',
+      'prompts/get modern__context',
+      'resources/read',
+      'prompts/get modern__missing',
+      'ping',
+    ];
+    await receiver.until(() =>
+      expected.every((name) => receiver.spans().some((span) => span.kind === SERVER && span.name === name)),
+    );
+    await receiver.until(
+      () => receiver.spans().filter((span) => span.name.startsWith('tools/call legacy__fail')).length >= 2,
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -278,6 +348,18 @@ describe('telemetry on', () => {
     expect(meta['com.example/keep']).toBe('kept');
   });
 
+  it("follows a caller's unsampled flag: no span is recorded, and the upstream is told the trace is not sampled", () => {
+    const sent = upstreamMeta(unsampledCall).traceparent as string;
+    expect(sent).toMatch(new RegExp(`^00-${UNSAMPLED_TRACE}-[0-9a-f]{16}-00$`));
+    // The gateway's own (unrecorded) span is the upstream's parent, not the caller's.
+    expect(sent).not.toContain(CLIENT_SPAN);
+    // Spans of later calls have arrived; none of this trace's.
+    expect(receiver.spans().filter((span) => span.traceId === UNSAMPLED_TRACE)).toEqual([]);
+    // Its call-log line still names the trace.
+    const lines = callLogLines(dir).filter((entry) => entry.traceId === UNSAMPLED_TRACE);
+    expect(lines).toHaveLength(1);
+  });
+
   it('takes the parent from the HTTP traceparent header of a 2025-11-25 session', () => {
     const server = root('legacy__context');
     expect(server.traceId).toBe(HEADER_TRACE);
@@ -310,6 +392,117 @@ describe('telemetry on', () => {
     expect(line?.spanId).toBe(server.spanId);
   });
 
+  function server(name: string, traceId?: string): OtlpSpan {
+    const found = receiver
+      .spans()
+      .find((span) => span.kind === SERVER && span.name === name && (!traceId || span.traceId === traceId));
+    if (!found) throw new Error(`no span ${name}: ${JSON.stringify(receiver.spans().map((s) => s.name))}`);
+    return found;
+  }
+
+  it('makes a span of initialize, with the HTTP traceparent as parent', () => {
+    const initialize = server('initialize', HEADER_TRACE);
+    expect(initialize.parentSpanId).toBe(HEADER_SPAN);
+    expect(attribute(initialize, 'mcp.method.name')).toBe('initialize');
+    expect(attribute(initialize, 'jsonrpc.request.id')).toEqual(expect.any(String));
+    expect(attribute(initialize, 'mcp.protocol.version')).toBe('2025-11-25');
+    // initialize asks no upstream: the gateway answers with what it learned of them when they started.
+    expect(children(initialize)).toEqual([]);
+    // Notifications (notifications/initialized) have no span.
+    expect(receiver.spans().filter((span) => span.name.startsWith('notifications/'))).toEqual([]);
+  });
+
+  it('gives a list gathered from two upstreams one CLIENT child per upstream', () => {
+    const list = server('prompts/list', LIST_TRACE);
+    expect(list.parentSpanId).toBe(CLIENT_SPAN);
+    expect(attribute(list, 'mcp.method.name')).toBe('prompts/list');
+    expect(attribute(list, 'mcp.protocol.version')).toBe('2026-07-28');
+    expect(attribute(list, 'mcp.session.id')).toBeUndefined();
+    expect(list.status?.code).not.toBe(STATUS_ERROR);
+    const kids = children(list);
+    expect(
+      kids.map((span) => [span.kind, span.name, attribute(span, 'mcp_envelope.upstream')]).sort(),
+    ).toEqual([
+      [CLIENT, 'prompts/list', 'legacy'],
+      [CLIENT, 'prompts/list', 'modern'],
+    ]);
+  });
+
+  it('names a prompts/get span by its prompt and sends the upstream its CLIENT span in _meta', () => {
+    const get = server('prompts/get modern__context', PROMPT_TRACE);
+    expect(get.parentSpanId).toBe(CLIENT_SPAN);
+    expect(attribute(get, 'gen_ai.prompt.name')).toBe('modern__context');
+    const [upstreamGet, ...others] = children(get);
+    expect(others).toEqual([]);
+    expect(upstreamGet?.kind).toBe(CLIENT);
+    expect(upstreamGet?.name).toBe('prompts/get context');
+    expect(attribute(upstreamGet as OtlpSpan, 'gen_ai.prompt.name')).toBe('context');
+    expect(promptMeta.traceparent).toBe(`00-${PROMPT_TRACE}-${upstreamGet?.spanId}-01`);
+    expect(promptMeta.tracestate).toBe('vendor=two');
+  });
+
+  it('records a resource read by its URI (not in the span name) with the session of a 2025-11-25 client', () => {
+    const read = server('resources/read', HEADER_TRACE);
+    expect(read.parentSpanId).toBe(HEADER_SPAN);
+    expect(attribute(read, 'mcp.resource.uri')).toBe('trace://legacy/context');
+    expect(attribute(read, 'mcp.session.id')).toBe(legacySession);
+    const [upstreamRead] = children(read);
+    expect(upstreamRead?.kind).toBe(CLIENT);
+    expect(attribute(upstreamRead as OtlpSpan, 'mcp.resource.uri')).toBe('trace://context');
+    expect(resourceMeta.traceparent).toBe(`00-${HEADER_TRACE}-${upstreamRead?.spanId}-01`);
+  });
+
+  it('marks a request answered with a JSON-RPC error as failed, with its code as error.type', () => {
+    const code = (missingPrompt as { code?: number }).code;
+    expect(typeof code).toBe('number');
+    const get = server('prompts/get modern__missing', MISSING_TRACE);
+    expect(get.status?.code).toBe(STATUS_ERROR);
+    expect(attribute(get, 'error.type')).toBe(String(code));
+    expect(attribute(get, 'rpc.response.status_code')).toBe(String(code));
+    // The upstream refused it: its CLIENT span failed too.
+    const [upstreamGet] = children(get);
+    expect(upstreamGet?.status?.code).toBe(STATUS_ERROR);
+    expect(attribute(upstreamGet as OtlpSpan, 'error.type')).toEqual(expect.any(String));
+  });
+
+  it('makes a span of ping, which the gateway answers itself', () => {
+    const ping = receiver.spans().filter((span) => span.kind === SERVER && span.name === 'ping');
+    expect(ping).toHaveLength(1);
+    expect(ping[0]?.traceId).toBe(HEADER_TRACE);
+    expect(children(ping[0] as OtlpSpan)).toEqual([]);
+  });
+
+  it("puts the call's trace and span ids on its provenance record, which still verifies under the key", async () => {
+    const server = root('modern__context');
+    const db = new DatabaseSync(join(dir, 'ledger.sqlite'), { readOnly: true });
+    const leaves = (db.prepare('SELECT leaf FROM records ORDER BY seq').all() as { leaf: Uint8Array }[]).map(
+      (row) => JSON.parse(Buffer.from(row.leaf).toString('utf8')) as { record: Record<string, unknown> },
+    );
+    db.close();
+    // The one call that asked for a record (capture_provenance).
+    expect(leaves).toHaveLength(1);
+    const record = leaves[0]?.record as {
+      inputs: { artifact_id: string; labels?: Record<string, string> }[];
+    };
+    const args = record.inputs.find((input) => input.artifact_id === 'arguments');
+    // Beside the labels every record's arguments carry (their role, the pinned definition).
+    expect(args?.labels).toMatchObject({ role: 'arguments', trace_id: CLIENT_TRACE, span_id: server.spanId });
+    expect(args?.labels?.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    // The answer carries the same record.
+    const sent = (viaMeta.structuredContent as { provenance?: unknown }).provenance;
+    expect(sent).toEqual(record);
+    const file = join(dir, 'record.json');
+    writeFileSync(file, JSON.stringify(record));
+    const run = await runCli(['verify', file, '--public-key', join(dir, 'keys', 'gateway.public.pem')]);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/VERIFIED.*signature/);
+  });
+
+  it('loads the OpenTelemetry SDK when telemetry is configured', () => {
+    const loaded = openTelemetryModules(join(dir, 'modules.txt'));
+    expect(loaded.some((url) => url.includes('/@opentelemetry/sdk-trace/'))).toBe(true);
+  });
+
   it('exports to the configured endpoint with the configured headers and service name', () => {
     const traces = receiver.received.filter((entry) => entry.path === '/v1/traces');
     expect(traces.length).toBeGreaterThan(0);
@@ -335,7 +528,8 @@ describe('telemetry on', () => {
     const failedLine = callLogLines(dir).find((entry) => entry.tool === 'fail');
     expect(calls?.metrics).toEqual(
       expect.arrayContaining([
-        { labels: { upstream: 'modern', tool: 'modern__context', outcome: 'ok' }, value: '1' },
+        // Counted whether or not the trace was sampled.
+        { labels: { upstream: 'modern', tool: 'modern__context', outcome: 'ok' }, value: '2' },
         { labels: { upstream: 'legacy', tool: 'legacy__context', outcome: 'ok' }, value: '1' },
         {
           labels: {
@@ -361,7 +555,7 @@ describe('telemetry on', () => {
       .split('\n')
       .filter((line) => line.startsWith('mcp_server_operation_duration_seconds_count'))
       .map((line) => Number(line.split(' ').at(-1)));
-    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(4);
+    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(5);
 
     // The second fail call was refused by its rate limit, before the tool ran.
     expect(limitedCall.isError).toBe(true);
@@ -396,9 +590,9 @@ describe('telemetry on', () => {
 });
 
 describe('telemetry off (the default without tokens)', () => {
-  it('creates no exporter, leaves the client trace context to the upstream, and serves no /metrics', async () => {
+  it('loads no OpenTelemetry module, creates no exporter, leaves the client trace context to the upstream, and serves no /metrics', async () => {
     const receiver = await startReceiver();
-    const { file } = gatewayConfig(undefined, false);
+    const { dir, file } = await gatewayConfig(undefined, false);
     // Were an SDK exporter made anyway, the standard variable would send it here.
     const gateway = await startGateway(file, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url });
     try {
@@ -413,6 +607,8 @@ describe('telemetry off (the default without tokens)', () => {
       const metrics = await fetch(new URL('/metrics', gateway.url));
       await metrics.text();
       expect(metrics.status).toBe(404);
+      // Started, listed, called and asked for metrics: not one module of the SDK (nor the API) was loaded.
+      expect(openTelemetryModules(join(dir, 'modules.txt'))).toEqual([]);
       await client.close();
     } finally {
       // Stopping flushes whatever telemetry a gateway has: none must arrive.
@@ -421,4 +617,87 @@ describe('telemetry off (the default without tokens)', () => {
     expect(receiver.received).toEqual([]);
     await receiver.close();
   }, 60_000);
+});
+
+describe('telemetry over stdio, with the skills and completion methods of two upstreams', () => {
+  const ROUTING = fileURLToPath(new URL('../fixtures/servers/routing.ts', import.meta.url));
+  let receiver: Receiver;
+  let client: Client;
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    const dir = mkdtempSync(join(tmpdir(), 'telemetry-stdio-'));
+    folders.push(dir);
+    const file = join(dir, 'gateway.config.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        upstreams: ['alpha', 'beta'].map((label) => ({
+          name: label,
+          stdio: { command: NODE, args: [ROUTING, '--label', label] },
+        })),
+        ledger: { enabled: false },
+        logs: { enabled: false },
+        telemetry: { traces: { enabled: true }, otlp: { endpoint: receiver.url } },
+      }),
+    );
+    client = new Client({ name: 'telemetry-stdio', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: NODE,
+        args: [BIN, 'gateway', '--config', file, '--stdio', '--no-http'],
+        cwd: ROOT,
+        stderr: 'ignore',
+      }),
+    );
+    const skills = new SkillsClient(client);
+    await skills.list();
+    await skills.get('skill://beta/beta-skill/SKILL.md');
+    await client.complete({
+      ref: { type: 'ref/prompt', name: 'alpha__greet' },
+      argument: { name: 'who', value: '' },
+    });
+    // Closing stops the gateway, which exports what it has buffered.
+    await client.close();
+    const names = ['skills/list', 'skills/get', 'completion/complete alpha__greet'];
+    await receiver.until(() => names.every((name) => receiver.spans().some((span) => span.name === name)));
+  }, 60_000);
+
+  afterAll(async () => {
+    await receiver?.close();
+  });
+
+  const span = (name: string) =>
+    receiver.spans().find((entry) => entry.kind === SERVER && entry.name === name) as OtlpSpan;
+  const childrenOf = (parent: OtlpSpan) =>
+    receiver.spans().filter((entry) => entry.parentSpanId === parent.spanId);
+
+  it('traces skills/list with a CLIENT child for each upstream, over the pipe and with no session', () => {
+    const list = span('skills/list');
+    expect(attribute(list, 'network.transport')).toBe('pipe');
+    expect(attribute(list, 'mcp.session.id')).toBeUndefined();
+    expect(
+      childrenOf(list)
+        .map((child) => [child.kind, attribute(child, 'mcp_envelope.upstream')])
+        .sort(),
+    ).toEqual([
+      [CLIENT, 'alpha'],
+      [CLIENT, 'beta'],
+    ]);
+  });
+
+  it('records the URI skills/get asked for, and the one its upstream was asked', () => {
+    const get = span('skills/get');
+    expect(attribute(get, 'mcp.resource.uri')).toBe('skill://beta/beta-skill/SKILL.md');
+    const [upstream, ...others] = childrenOf(get);
+    expect(others).toEqual([]);
+    expect(attribute(upstream as OtlpSpan, 'mcp.resource.uri')).toBe('skill://beta-skill/SKILL.md');
+    expect(attribute(upstream as OtlpSpan, 'mcp_envelope.upstream')).toBe('beta');
+  });
+
+  it('names a completion of a prompt argument by its prompt', () => {
+    const complete = span('completion/complete alpha__greet');
+    expect(attribute(complete, 'gen_ai.prompt.name')).toBe('alpha__greet');
+    expect(childrenOf(complete).map((child) => child.name)).toEqual(['completion/complete greet']);
+  });
 });

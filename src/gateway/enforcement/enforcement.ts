@@ -170,6 +170,12 @@ function tierOf(context: ToolCallContext): string | undefined {
   return typeof tier === 'string' ? tier : undefined;
 }
 
+/** A failure about one call, its message ending with the call's trace and span ids. */
+function tracedError(error: unknown, { traceId, spanId }: CallLogFacts): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  return new Error(`${message} (trace_id=${traceId} span_id=${spanId})`, { cause: error });
+}
+
 export class Enforcement {
   readonly #routes = new Map<string, Route>();
   readonly #options: EnforcementOptions;
@@ -340,6 +346,8 @@ export class Enforcement {
           report,
           asked,
           { identity, decision },
+          // The record's arguments name the call's span, so a record leads to its trace (one exported).
+          ids && traced?.recorded ? { trace_id: ids.traceId, span_id: ids.spanId } : undefined,
         );
         traced?.answered();
         // The answer goes once its record is in the ledger.
@@ -391,6 +399,7 @@ export class Enforcement {
     report: ((summary: () => CallSummary) => void) | undefined,
     returnMode: unknown,
     caller: { identity: CallerIdentity | undefined; decision: AccessDecision | undefined },
+    traceLabels: Record<string, string> | undefined,
   ): Promise<CallToolResult> {
     const described = context.tool;
     const down = context.unavailable;
@@ -425,10 +434,11 @@ export class Enforcement {
     const tier = tierOf(context);
     const listener = rateLimitedListener(context.authInfo);
     // Who asked and under which rule, on the record's arguments: built only when a record is.
-    const labels =
+    const who =
       (meta as { capture_provenance?: unknown } | undefined)?.capture_provenance === true
         ? callLabels(caller.identity, caller.decision)
         : undefined;
+    const labels = who || traceLabels ? { ...who, ...traceLabels } : undefined;
     const call: ToolCall = {
       tool,
       ...(tier === undefined ? {} : { tier }),
@@ -486,14 +496,14 @@ export class Enforcement {
     const { callLog } = this.#options;
     const filer = this.#filer;
     if (filer) {
-      this.#guarded(() => {
+      this.#guarded(facts, () => {
         const { provenance, tool } = summary();
         // Who called is in the record's log leaf, where an auditor reads it.
         if (provenance) filer.file(provenance.record, { tool, upstream: facts.upstream, principal });
       });
     }
     if (!callLog) return;
-    const write = () => this.#guarded(() => callLog.write(summary(), facts));
+    const write = () => this.#guarded(facts, () => callLog.write(summary(), facts));
     this.#waiting.add(write);
     setImmediate(() => {
       if (this.#waiting.delete(write)) write();
@@ -507,12 +517,15 @@ export class Enforcement {
     this.#waiting.clear();
   }
 
-  /** Failures of the log or the ledger are reported, never the call's. */
-  #guarded(action: () => void): void {
+  /**
+   * Failures of the log or the ledger are reported, never the call's; when the
+   * call is traced, the report names its trace and span, as its log line does.
+   */
+  #guarded(facts: CallLogFacts, action: () => void): void {
     try {
       action();
     } catch (error) {
-      this.#options.onError?.(error);
+      this.#options.onError?.(facts.traceId ? tracedError(error, facts) : error);
     }
   }
 }

@@ -162,7 +162,8 @@ export interface GatewayConfig {
 /** OpenTelemetry traces and metrics (src/gateway/telemetry/). */
 export interface TelemetryConfig {
   serviceName: string;
-  traces: { enabled: boolean };
+  /** `sampleRatio`: the share of the traces the gateway starts that are recorded (callers' flags decide theirs). */
+  traces: { enabled: boolean; sampleRatio: number };
   /** `prometheus` resolved: true when the HTTP listener requires a token, unless configured. */
   metrics: { prometheus: boolean; otlp: boolean; exportIntervalMs: number };
   /** `endpoint` absent: nothing is exported over OTLP. Headers include those read from the environment. */
@@ -417,7 +418,7 @@ function resolveTelemetry(raw: RawTelemetry, guarded: boolean, env: NodeJS.Proce
   };
   return {
     serviceName: raw.serviceName ?? defaults.serviceName,
-    traces: { enabled: traces },
+    traces: { enabled: traces, sampleRatio: raw.traces?.sampleRatio ?? defaults.traces.sampleRatio },
     metrics: {
       prometheus: raw.metrics?.prometheus ?? guarded,
       otlp: otlpMetrics,
@@ -924,7 +925,7 @@ interface RawConfig {
 
 interface RawTelemetry {
   serviceName?: string;
-  traces?: { enabled?: boolean };
+  traces?: { enabled?: boolean; sampleRatio?: number };
   metrics?: { prometheus?: boolean; otlp?: boolean; exportIntervalMs?: number };
   otlp?: { endpoint?: string; headers?: Record<string, string>; headersFromEnv?: Record<string, string> };
 }

@@ -74,6 +74,48 @@ export type ToolCallHandler = (
 
 export const passthroughToolCalls: ToolCallHandler = (params, invokeUpstream) => invokeUpstream(params);
 
+/**
+ * Spans of the requests a relay serves other than `tools/call` (the tool-call
+ * hook traces those): the telemetry module implements it, so the relay never
+ * loads OpenTelemetry itself.
+ */
+export interface RequestTracing {
+  /** A request arrived; its span starts now (its parent from `params._meta`, else the HTTP headers). */
+  begin(request: TracedRequestFacts): TracedRequest;
+}
+
+/** What a request's span is started from. */
+export interface TracedRequestFacts {
+  method: string;
+  params: Record<string, unknown> | undefined;
+  id: string | number;
+  /** The negotiated revision; for `initialize`, the one the client asked for. */
+  protocolVersion: string | undefined;
+  /** The 2025-11-25 session id, when the request came on one. */
+  sessionId: string | undefined;
+  /** The HTTP request's caller, when it came over HTTP (its trace-context headers are the fallback parent). */
+  authInfo: AuthInfo | undefined;
+  transport: 'stdio' | 'http';
+}
+
+/** One traced request: a CLIENT child per upstream request made for it, then its end. */
+export interface TracedRequest {
+  /**
+   * An upstream request made for this one starts: `sent` is its params with the
+   * child's trace context in `_meta.traceparent` (params absent stay absent).
+   */
+  upstream(
+    upstream: string,
+    method: string,
+    params: Record<string, unknown> | undefined,
+  ): { sent: Record<string, unknown> | undefined; end(error?: unknown): void };
+  /** The answer goes (`error`: as a JSON-RPC error). */
+  end(error?: unknown): void;
+}
+
+/** The traced request each request context belongs to, for the upstream requests made under it. */
+const tracedRequests = new WeakMap<object, TracedRequest>();
+
 export interface RelayOptions {
   toolCallHandler?: ToolCallHandler;
   /** In envelope mode: the output schema advertised for a tool instead of its own. */
@@ -115,6 +157,8 @@ export interface RelayOptions {
    * pipeline).
    */
   access?: AccessPolicy;
+  /** Spans of every request but `tools/call` (telemetry with traces on); absent, requests pay one check. */
+  requestTracing?: RequestTracing;
 }
 
 /** Resources the gateway answers for itself. */
@@ -179,11 +223,17 @@ export function isCreateTaskResult(result: unknown): boolean {
  * through it as before.
  */
 class RelayServer extends Server {
+  /**
+   * Set once the relay is built; read per request, since the SDK wraps its own
+   * handlers (`initialize`, `ping`) while the server is being constructed.
+   */
+  requestTracing: RequestTracing | undefined;
+
   protected override _wrapHandler(
     method: string,
     handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
   ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
-    if (method !== 'tools/call') return super._wrapHandler(method, handler);
+    if (method !== 'tools/call') return this.traced(super._wrapHandler(method, handler));
     const handles = new Map<unknown, Result>();
     const wrapped = super._wrapHandler(method, async (request, ctx) => {
       const result = await handler(request, ctx);
@@ -199,6 +249,47 @@ class RelayServer extends Server {
         handles.delete(request.id);
       }
     };
+  }
+
+  /** A handler whose request is a span, when requests are traced (`tools/call` is the tool-call hook's). */
+  traced(
+    handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
+  ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
+    // Not async: untraced, the handler's own promise is returned, with no further turn.
+    return (request, ctx) => {
+      const tracing = this.requestTracing;
+      if (!tracing || request.method === 'tools/call') return handler(request, ctx);
+      return this.#traced(tracing, handler, request, ctx);
+    };
+  }
+
+  async #traced(
+    tracing: RequestTracing,
+    handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
+    request: JSONRPCRequest,
+    ctx: ServerContext,
+  ): Promise<Result> {
+    const params = request.params as Record<string, unknown> | undefined;
+    const span = tracing.begin({
+      method: request.method,
+      params,
+      id: request.id,
+      protocolVersion:
+        this.getNegotiatedProtocolVersion() ??
+        (typeof params?.protocolVersion === 'string' ? params.protocolVersion : undefined),
+      sessionId: ctx.sessionId,
+      authInfo: ctx.http?.authInfo,
+      transport: ctx.http ? 'http' : 'stdio',
+    });
+    tracedRequests.set(ctx, span);
+    try {
+      const result = await handler(request, ctx);
+      span.end();
+      return result;
+    } catch (error) {
+      span.end(error);
+      throw error;
+    }
   }
 }
 
@@ -279,6 +370,7 @@ export class Relay {
           isStatelessEra(this.server) ? this.downstream.rounds.verify(state, ctx) : undefined,
       },
     });
+    (this.server as RelayServer).requestTracing = options.requestTracing;
     this.#registerHandlers(capabilities);
     if (this.#ownsDownstream) this.downstream.setSink(connectionSink(this.server));
     if (this.#multi)
@@ -338,7 +430,19 @@ export class Relay {
     params: Record<string, unknown> | undefined,
     ctx: ServerContext,
   ): Promise<Result> {
-    return this.downstream.forward(upstream, method, params, ctx, this.#client(ctx));
+    const traced = this.#options.requestTracing && tracedRequests.get(ctx);
+    if (!traced) return this.downstream.forward(upstream, method, params, ctx, this.#client(ctx));
+    const { sent, end } = traced.upstream(upstream.name, method, params);
+    return this.downstream.forward(upstream, method, sent, ctx, this.#client(ctx)).then(
+      (result) => {
+        end();
+        return result;
+      },
+      (error: unknown) => {
+        end(error);
+        throw error;
+      },
+    );
   }
 
   /**
@@ -875,23 +979,26 @@ export class Relay {
       );
     }
     // Methods outside the spec (or newer than this build) go to the single upstream as they are.
-    server.fallbackRequestHandler = async (request: JSONRPCRequest, ctx: ServerContext) => {
-      // An upstream that answers tools without declaring them is enforced all the same: what it
-      // declares must not decide whether its calls are gated, wrapped and logged.
-      if (request.method === 'tools/call') return this.#toolsCall(request, ctx);
-      if (request.method === 'tools/list') return this.#toolsList(request, ctx);
-      if (this.#multi) return this.#other(request.method)(request, ctx);
-      // One upstream's skills pass as they are, checked against their pins and filtered for the caller.
-      if (request.method === SKILLS_LIST && (this.#options.pins || this.#options.access))
-        return this.#singleSkills(request, ctx);
-      if ((request.method === SKILLS_GET || request.method === DIRECTORY_READ) && this.#options.access)
-        return this.#singleSkillRead(request, ctx);
-      try {
-        return await this.#forward(this.#first(), request.method, request.params, ctx);
-      } catch (error) {
-        throw toProtocolError(error, this.server.getNegotiatedProtocolVersion());
-      }
-    };
+    // The fallback is no registered handler, so the SDK does not wrap it: its requests are traced here.
+    server.fallbackRequestHandler = (server as RelayServer).traced(
+      async (request: JSONRPCRequest, ctx: ServerContext) => {
+        // An upstream that answers tools without declaring them is enforced all the same: what it
+        // declares must not decide whether its calls are gated, wrapped and logged.
+        if (request.method === 'tools/call') return this.#toolsCall(request, ctx);
+        if (request.method === 'tools/list') return this.#toolsList(request, ctx);
+        if (this.#multi) return this.#other(request.method)(request, ctx);
+        // One upstream's skills pass as they are, checked against their pins and filtered for the caller.
+        if (request.method === SKILLS_LIST && (this.#options.pins || this.#options.access))
+          return this.#singleSkills(request, ctx);
+        if ((request.method === SKILLS_GET || request.method === DIRECTORY_READ) && this.#options.access)
+          return this.#singleSkillRead(request, ctx);
+        try {
+          return await this.#forward(this.#first(), request.method, request.params, ctx);
+        } catch (error) {
+          throw toProtocolError(error, this.server.getNegotiatedProtocolVersion());
+        }
+      },
+    );
     server.fallbackNotificationHandler = async (notification: Notification) => {
       // A shared upstream that answers with a request of its own (roots/list after
       // roots/list_changed) asks the client that spoke last.

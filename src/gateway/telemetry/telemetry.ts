@@ -16,25 +16,41 @@ import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, MetricReader, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import {
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import { EnvelopeError } from '../../errors/index.ts';
 import type { CallSummary } from '../../mcp/pipeline.ts';
 import { readToolResult } from '../../mcp/read-tool-result.ts';
+import { traceHeadersOf } from '../http/scope.ts';
 import type { TelemetryConfig } from '../operations/config.ts';
 import type { UpstreamStatusBoard } from '../operations/upstream-status.ts';
-import type { CallToolParams, InvokeUpstream } from '../relay/relay.ts';
+import type {
+  CallToolParams,
+  InvokeUpstream,
+  RequestTracing,
+  TracedRequest,
+  TracedRequestFacts,
+} from '../relay/relay.ts';
 import { toPrometheusText } from './prometheus.ts';
 import {
   ATTR_CODE,
   ATTR_ERROR_TYPE,
   ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_PROMPT_NAME,
   ATTR_GEN_AI_TOOL_NAME,
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_PROTOCOL_VERSION,
+  ATTR_MCP_RESOURCE_URI,
   ATTR_MCP_SESSION_ID,
   ATTR_NETWORK_TRANSPORT,
   ATTR_OUTCOME,
+  ATTR_RPC_RESPONSE_STATUS_CODE,
   ATTR_UPSTREAM,
   METRIC_MCP_SERVER_OPERATION_DURATION,
   OPERATION_DURATION_BUCKETS,
@@ -138,6 +154,7 @@ export class GatewayTelemetry {
   readonly #pull: PullReader | undefined;
   readonly #instruments: Instruments | undefined;
   readonly #meter: ReturnType<MeterProvider['getMeter']> | undefined;
+  #requests: RequestTracing | undefined;
 
   constructor(config: TelemetryConfig, version: string) {
     const resource = resourceFromAttributes({
@@ -147,9 +164,22 @@ export class GatewayTelemetry {
     const endpoint = config.otlp.endpoint;
     if (config.traces.enabled && endpoint !== undefined) {
       const exporter = new OTLPTraceExporter({ url: `${endpoint}/v1/traces`, headers: config.otlp.headers });
+      const ratio = config.traces.sampleRatio;
       this.#tracerProvider = new TracerProvider({
         resource,
-        spanProcessors: [new BatchSpanProcessor({ exporter })],
+        // A caller's sampled flag decides for its trace; the ratio only for the traces the gateway starts.
+        sampler: new ParentBasedSampler({
+          root: ratio >= 1 ? new AlwaysOnSampler() : new TraceIdRatioBasedSampler(ratio),
+        }),
+        spanProcessors: [
+          new BatchSpanProcessor({
+            exporter,
+            // Room for bursts (4 to 5 spans a call): the default 2,048 drops spans past ~400 calls
+            // between two exports. Batches stay at the default 512, so no one call that fills one
+            // waits for a larger body to be serialized.
+            maxQueueSize: 16_384,
+          }),
+        ],
       });
       this.#tracer = this.#tracerProvider.getTracer('mcp-envelope-gateway', version);
     }
@@ -241,6 +271,14 @@ export class GatewayTelemetry {
     return toPrometheusText(resourceMetrics);
   }
 
+  /** Spans of every request but `tools/call`, when tracing; the relay calls it per request. */
+  get requests(): RequestTracing | undefined {
+    const tracer = this.#tracer;
+    if (!tracer) return undefined;
+    this.#requests ??= { begin: (facts) => new RequestSpan(tracer, facts) };
+    return this.#requests;
+  }
+
   startCall(start: CallStart): CallTelemetry {
     return new CallTelemetry(start, this.#tracer, this.#instruments);
   }
@@ -314,6 +352,9 @@ export class CallTelemetry {
       { kind: SpanKind.SERVER, attributes, startTime: this.#began },
       parent,
     );
+    // A trace that is not sampled has no children: nothing of it is recorded, and the upstream is
+    // sent the root's context (flag 00) so the decision travels on.
+    if (!this.#root.isRecording()) return;
     this.#context = trace.setSpan(parent, this.#root);
     this.#phase = tracer.startSpan('validate', { startTime: this.#began }, this.#context);
   }
@@ -324,11 +365,21 @@ export class CallTelemetry {
     return span ? { traceId: span.traceId, spanId: span.spanId } : undefined;
   }
 
+  /** Whether the call's spans are recorded and exported (sampled), so its ids lead to a trace. */
+  get recorded(): boolean {
+    return this.#root?.isRecording() === true;
+  }
+
   /** Wraps the upstream call: the CLIENT span, and its trace context in the `_meta` sent upstream. */
   invoking(invoke: InvokeUpstream): InvokeUpstream {
     const tracer = this.#tracer;
     const context = this.#context;
-    if (!tracer || !context) return invoke;
+    const root = this.#root;
+    if (!tracer || !root) return invoke;
+    if (!context) {
+      const unsampled = root.spanContext();
+      return (params) => invoke({ ...params, _meta: withTraceContext(params._meta, unsampled) });
+    }
     return async (params: CallToolParams): Promise<CallToolResult> => {
       this.#phase?.end();
       const span = tracer.startSpan(
@@ -401,5 +452,142 @@ export class CallTelemetry {
       upstream,
       ...(outcome === 'error' ? { [ATTR_ERROR_TYPE]: code ?? errorType(error) } : {}),
     });
+  }
+}
+
+/** What a request names, as the MCP conventions record it: a prompt by name, a resource by URI. */
+interface Target {
+  /** Low-cardinality: the prompt's name; it ends the span's name. */
+  prompt?: string;
+  /** The resource's URI: an attribute only, never in the span's name (high cardinality). */
+  uri?: string;
+}
+
+/** Methods whose `params.uri` names the resource they are about. */
+const URI_METHODS: ReadonlySet<string> = new Set([
+  'resources/read',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'resources/directory/read',
+  'skills/get',
+]);
+
+function targetOf(method: string, params: Record<string, unknown> | undefined): Target {
+  if (method === 'prompts/get' && typeof params?.name === 'string') return { prompt: params.name };
+  if (URI_METHODS.has(method) && typeof params?.uri === 'string') return { uri: params.uri };
+  if (method === 'completion/complete') {
+    const ref = params?.ref as { type?: unknown; name?: unknown; uri?: unknown } | undefined;
+    if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') return { prompt: ref.name };
+    if (typeof ref?.uri === 'string') return { uri: ref.uri };
+  }
+  return {};
+}
+
+/** The span name the conventions give: `{mcp.method.name} {target}`, the target a prompt's name where there is one. */
+function spanName(method: string, target: Target): string {
+  return target.prompt === undefined ? method : `${method} ${target.prompt}`;
+}
+
+function targetAttributes(attributes: Attributes, target: Target): Attributes {
+  if (target.prompt !== undefined) attributes[ATTR_GEN_AI_PROMPT_NAME] = target.prompt;
+  if (target.uri !== undefined) attributes[ATTR_MCP_RESOURCE_URI] = target.uri;
+  return attributes;
+}
+
+/**
+ * A failed request: a JSON-RPC error's code is its `error.type` and
+ * `rpc.response.status_code` (the conventions' rule), else what it says of itself.
+ */
+function failedRequest(span: Span, error: unknown): void {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const message = error instanceof Error ? error.message : undefined;
+  if (typeof code === 'number') {
+    span.setAttribute(ATTR_RPC_RESPONSE_STATUS_CODE, String(code));
+    failed(span, String(code), message);
+    return;
+  }
+  failed(span, errorType(error), message);
+}
+
+/**
+ * One request other than `tools/call`: a SERVER span named as the conventions
+ * say, its parent the caller's `_meta.traceparent` (else the HTTP headers),
+ * and a CLIENT child for each request the gateway makes upstream for it (a
+ * list gathered from several upstreams has one per upstream and page).
+ */
+class RequestSpan implements TracedRequest {
+  readonly #tracer: Tracer;
+  readonly #span: Span;
+  readonly #context: Context;
+  /** Unsampled, a request's upstream requests are sent its context (flag 00) and get no span of their own. */
+  readonly #recording: boolean;
+
+  constructor(tracer: Tracer, facts: TracedRequestFacts) {
+    this.#tracer = tracer;
+    const { method, params } = facts;
+    const target = targetOf(method, params);
+    const attributes: Attributes = {
+      [ATTR_MCP_METHOD_NAME]: method,
+      [ATTR_JSONRPC_REQUEST_ID]: String(facts.id),
+      [ATTR_NETWORK_TRANSPORT]: facts.transport === 'stdio' ? 'pipe' : 'tcp',
+    };
+    if (facts.protocolVersion !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = facts.protocolVersion;
+    if (facts.sessionId !== undefined && (facts.protocolVersion ?? '') < STATELESS_REVISION)
+      attributes[ATTR_MCP_SESSION_ID] = facts.sessionId;
+    const headers = facts.transport === 'http' ? traceHeadersOf(facts.authInfo) : undefined;
+    const parent = remoteParent(params?._meta as TraceCarrier | undefined, headers);
+    this.#span = tracer.startSpan(
+      spanName(method, target),
+      { kind: SpanKind.SERVER, attributes: targetAttributes(attributes, target) },
+      parent,
+    );
+    this.#context = trace.setSpan(parent, this.#span);
+    this.#recording = this.#span.isRecording();
+  }
+
+  upstream(
+    upstream: string,
+    method: string,
+    params: Record<string, unknown> | undefined,
+  ): { sent: Record<string, unknown> | undefined; end(error?: unknown): void } {
+    if (!this.#recording) {
+      const sent =
+        params === undefined
+          ? undefined
+          : {
+              ...params,
+              _meta: withTraceContext(
+                params._meta as Record<string, unknown> | undefined,
+                this.#span.spanContext(),
+              ),
+            };
+      return { sent, end: () => {} };
+    }
+    const target = targetOf(method, params);
+    const attributes: Attributes = { [ATTR_MCP_METHOD_NAME]: method, [ATTR_UPSTREAM]: upstream };
+    const span = this.#tracer.startSpan(
+      spanName(method, target),
+      { kind: SpanKind.CLIENT, attributes: targetAttributes(attributes, target) },
+      this.#context,
+    );
+    const sent =
+      params === undefined
+        ? undefined
+        : {
+            ...params,
+            _meta: withTraceContext(params._meta as Record<string, unknown> | undefined, span.spanContext()),
+          };
+    return {
+      sent,
+      end: (error?: unknown) => {
+        if (error !== undefined) failedRequest(span, error);
+        span.end();
+      },
+    };
+  }
+
+  end(error?: unknown): void {
+    if (error !== undefined) failedRequest(this.#span, error);
+    this.#span.end();
   }
 }

@@ -13,6 +13,7 @@ import { type Decision, recordPlacement, sentInV01 } from './decision.ts';
 import { entry } from './entries.ts';
 import type { CallSummary } from './report.ts';
 import { withOutputArtifacts } from './return-mode.ts';
+import type { ToolCall } from './types.ts';
 
 /** Methods whose contracts are defined on an mcp.envelope.v0.1 around the record. */
 const V01_ENVELOPE_METHODS = new Set<string>([
@@ -54,6 +55,13 @@ export function attachProvenance(ctx: CallContext, decision: Decision): Placed {
   return { decision: placed, provenance, meta: {} };
 }
 
+/** The `arguments` input's labels: the definition it was read against, and the caller's own (trace ids). */
+function argumentLabels(call: ToolCall): { labels?: Record<string, string> } {
+  const digest = call.tool.definitionDigest;
+  if (!digest && !call.labels) return {};
+  return { labels: { ...call.labels, ...(digest ? { tool_definition: digest } : {}) } };
+}
+
 function record(ctx: CallContext, decision: Decision, controls: CallControls): ProvRecord {
   const { call, settings } = ctx;
   const canonical = recordsDigests(controls) ? ctx.canonicalArguments() : undefined;
@@ -72,16 +80,9 @@ function record(ctx: CallContext, decision: Decision, controls: CallControls): P
         mediaType: 'application/json',
         // The canonical text digests as the value does: the arguments are canonicalized once per call.
         content: canonical ? { text: canonical.text } : { json: call.arguments ?? {} },
-        // The arguments were read against this definition, asked by this caller under this rule:
-        // a label is where an artifact says such things.
-        ...(call.tool.definitionDigest || call.labels
-          ? {
-              labels: {
-                ...call.labels,
-                ...(call.tool.definitionDigest ? { tool_definition: call.tool.definitionDigest } : {}),
-              },
-            }
-          : {}),
+        // The arguments were read against this definition, asked by this caller under this rule, in this
+        // trace: a label is where an artifact says such things.
+        ...argumentLabels(call),
       },
     ],
     result: decision.result,

@@ -65,15 +65,17 @@ export interface ToolCall {
    * reaches the tool. Absent: allowed.
    */
   access?: CallAccess;
-  /**
-   * Labels the provenance record's `arguments` artifact carries beside
-   * `tool_definition` (the gateway's: who asked, and the rule that allowed it).
-   */
-  labels?: Readonly<Record<string, string>>;
   /** Who calls, for rate limits kept per caller (a bearer token's id, an address); default: one shared caller. */
   principal?: string;
   /** Told when the pipeline's rate limit denies this call (an HTTP server adds its Retry-After header). */
   onRateLimited?: (decision: RateDecision) => void;
+  /**
+   * Labels the record's `arguments` input carries besides `tool_definition`:
+   * the gateway puts who asked and the access rule that allowed it here, and
+   * the trace and span ids of the call's span (`trace_id`, `span_id`) when it
+   * traces, so a record leads to its caller and its trace.
+   */
+  labels?: Readonly<Record<string, string>>;
   /** The caller's correlation id, sent as the answer's request id instead of one derived from the run id. */
   requestId?: string;
   /**

@@ -82,7 +82,7 @@ describe('loadGatewayConfig', () => {
     expect(config.ids).toEqual({ seed: undefined });
     expect(config.telemetry).toEqual({
       serviceName: 'mcp-envelope-gateway',
-      traces: { enabled: false },
+      traces: { enabled: false, sampleRatio: 1 },
       metrics: { prometheus: false, otlp: false, exportIntervalMs: 60_000 },
       otlp: { headers: {} },
     });
@@ -110,7 +110,7 @@ describe('loadGatewayConfig', () => {
         ...minimal,
         telemetry: {
           serviceName: 'svc',
-          traces: { enabled: true },
+          traces: { enabled: true, sampleRatio: 0.25 },
           metrics: { otlp: true, exportIntervalMs: 1000 },
           otlp: {
             endpoint: 'http://127.0.0.1:4318/',
@@ -124,7 +124,7 @@ describe('loadGatewayConfig', () => {
     );
     expect(config.telemetry).toEqual({
       serviceName: 'svc',
-      traces: { enabled: true },
+      traces: { enabled: true, sampleRatio: 0.25 },
       metrics: { prometheus: false, otlp: true, exportIntervalMs: 1000 },
       otlp: { endpoint: 'http://127.0.0.1:4318', headers: { 'x-a': '1', 'x-b': 'two' } },
     });
