@@ -322,6 +322,25 @@ describe('the gateway as an OAuth resource server', () => {
     expect(challengeOf(refused.headers.get('www-authenticate'))?.params.error).toBe('invalid_token');
   });
 
+  it("opens the ledger's pages to a static token, not to an access token (they show every caller's calls)", async () => {
+    const token = await as.sign({
+      aud: gateway.url,
+      sub: 'user-1',
+      scope: 'mcp:tools mcp:read',
+      exp: Math.floor(Date.now() / 1000) + 300,
+    });
+    const refused = await fetch(new URL('/ledger', gateway.url), {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(refused.status).toBe(401);
+    await refused.body?.cancel();
+    const shown = await fetch(new URL('/ledger', gateway.url), {
+      headers: { authorization: `Bearer ${STATIC_TOKEN}` },
+    });
+    expect(shown.status).toBe(200);
+    expect(await shown.text()).toContain('<h1>Runs</h1>');
+  });
+
   it('accepts a static bearer token beside OAuth', async () => {
     const response = await post({ authorization: `Bearer ${STATIC_TOKEN}` });
     expect(response.status).toBe(200);
