@@ -13,6 +13,15 @@ const key = fc.oneof(
   fc.nat().map(String),
   fc.constantFrom('__proto__', 'constructor'),
 );
+/** An object of these members, `__proto__` included as an own member (as JSON.parse makes it). */
+function objectOf(entries: ReadonlyArray<readonly [string, unknown]>): Record<string, unknown> {
+  const object: Record<string, unknown> = {};
+  for (const [name, value] of entries) {
+    Object.defineProperty(object, name, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return object;
+}
+
 const mixedValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
@@ -21,20 +30,7 @@ const mixedValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     fc.integer(),
     fc.string({ unit: 'binary' }),
     fc.array(tie('value'), { maxLength: 5 }),
-    fc
-      .uniqueArray(fc.tuple(key, tie('value')), { maxLength: 6, selector: ([name]) => name })
-      .map((entries) => {
-        const object: Record<string, unknown> = {};
-        for (const [name, member] of entries) {
-          Object.defineProperty(object, name, {
-            value: member,
-            enumerable: true,
-            writable: true,
-            configurable: true,
-          });
-        }
-        return object;
-      }),
+    fc.uniqueArray(fc.tuple(key, tie('value')), { maxLength: 6, selector: ([name]) => name }).map(objectOf),
   ),
 })).value;
 
@@ -80,26 +76,9 @@ describe('canonicalize properties', () => {
       .filter(([entries]) => entries.length > 0);
     fc.assert(
       fc.property(objectWithMember, ([entries, pick]) => {
-        const object: Record<string, unknown> = {};
-        for (const [name, member] of entries) {
-          Object.defineProperty(object, name, {
-            value: member,
-            enumerable: true,
-            writable: true,
-            configurable: true,
-          });
-        }
+        const object = objectOf(entries);
         const member = (entries[pick % entries.length] as [string, unknown])[0];
-        const rest: Record<string, unknown> = {};
-        for (const [name, value] of entries) {
-          if (name !== member)
-            Object.defineProperty(rest, name, {
-              value,
-              enumerable: true,
-              writable: true,
-              configurable: true,
-            });
-        }
+        const rest = objectOf(entries.filter(([name]) => name !== member));
         let whole: string;
         try {
           whole = canonicalize(object);
