@@ -353,7 +353,9 @@ export class Ledger {
       createdAt: this.now().toISOString(),
       tool: meta.tool ?? provRecord.tool.name,
       upstream: meta.upstream ?? null,
-      principal: meta.principal ?? null,
+      // A caller's name may come from a token's claims: a lone surrogate, which no canonical leaf can
+      // hold, is stored as U+FFFD rather than leaving the record unfiled.
+      principal: meta.principal?.toWellFormed() ?? null,
       recordText: texts.text,
       envelopeText: envelope === undefined ? null : canonicalize(envelope),
     };

@@ -37,7 +37,8 @@ export function carriedClaims(
   claims: Readonly<Record<string, unknown>>,
   paths: readonly string[],
 ): CarriedClaims {
-  const carried: Record<string, ClaimValue | readonly ClaimValue[]> = {};
+  // No prototype: a configured path named `__proto__` is a member like any other.
+  const carried: Record<string, ClaimValue | readonly ClaimValue[]> = Object.create(null);
   for (const path of paths) {
     const value = claimAt(claims, path);
     if (comparable(value)) carried[path] = value;

@@ -125,16 +125,22 @@ const LABEL_DIGEST_CHARS = 24;
 /**
  * A label value of at most 200 characters: a longer one keeps its start and
  * ends with `…sha256:<16 hex digits of the whole value>`, so it is still told
- * apart from others and can be checked against the value it stands for.
+ * apart from others and can be checked against the value it stands for. A
+ * value with a lone surrogate (a token's claim may hold one) has no canonical
+ * JSON form, so no record could carry it: it is kept with U+FFFD in place of
+ * each, and the same suffix, of its UTF-16 code units, keeps it apart.
  */
 export function labelValue(value: string): string {
-  if (value.length <= MAX_LABEL) return value;
-  let cut = MAX_LABEL - LABEL_DIGEST_CHARS;
+  const wellFormed = value.isWellFormed();
+  if (wellFormed && value.length <= MAX_LABEL) return value;
+  const text = wellFormed ? value : value.toWellFormed();
+  let cut = Math.min(text.length, MAX_LABEL - LABEL_DIGEST_CHARS);
   // Never half of a surrogate pair.
-  const code = value.charCodeAt(cut - 1);
-  if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
-  const digest = createHash('sha256').update(value, 'utf8').digest('hex').slice(0, 16);
-  return `${value.slice(0, cut)}…sha256:${digest}`;
+  const code = text.charCodeAt(cut - 1);
+  if (cut < text.length && code >= 0xd800 && code <= 0xdbff) cut -= 1;
+  const bytes = wellFormed ? Buffer.from(value, 'utf8') : Buffer.from(value, 'utf16le');
+  const digest = createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+  return `${text.slice(0, cut)}…sha256:${digest}`;
 }
 
 /**

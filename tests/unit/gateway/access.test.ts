@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { carriedClaims, claimAt } from '../../../src/gateway/access/claims.ts';
+import { canonicalize } from '../../../src/canonical/index.ts';
+import { carriedClaims, claimAt, claimsHold } from '../../../src/gateway/access/claims.ts';
 import { ruleNameOfUri, visibleItems } from '../../../src/gateway/access/lists.ts';
 import { compileGlob, compilePattern, globMatches } from '../../../src/gateway/access/patterns.ts';
 import { type AccessPrincipal, type RawAccess, resolveAccess } from '../../../src/gateway/access/policy.ts';
@@ -161,6 +162,16 @@ describe('claims', () => {
       carriedClaims(claims, ['org.role', 'https://example.com/groups', 'deep.list', 'object', 'absent']),
     ).toEqual({ 'org.role': 'admin', 'https://example.com/groups': ['a', 'b'], 'deep.list': [1, 2] });
   });
+
+  it('named __proto__ or constructor are members like any other, and inherited members are no claims', () => {
+    const claims = JSON.parse('{"__proto__":["admins"],"constructor":"x"}') as Record<string, unknown>;
+    const carried = carriedClaims(claims, ['__proto__', 'constructor', 'toString', 'hasOwnProperty.length']);
+    expect(Object.keys(carried).sort()).toEqual(['__proto__', 'constructor']);
+    expect(Object.getOwnPropertyDescriptor(carried, '__proto__')?.value).toEqual(['admins']);
+    expect(Object.getPrototypeOf(carried)).toBeNull();
+    expect(claimsHold(carried, [['__proto__', 'admins']])).toBe(true);
+    expect(claimsHold(carried, [['toString', 'x']])).toBe(false);
+  });
 });
 
 describe('the caller as rules, the log and the record see it', () => {
@@ -229,5 +240,10 @@ describe('the caller as rules, the log and the record see it', () => {
     expect(labelValue(`${'y'.repeat(200)}`)).toBe('y'.repeat(200));
     // Never half of a surrogate pair.
     expect(labelValue(`${'z'.repeat(175)}😀${'z'.repeat(100)}`)).toMatch(/^z{175}…sha256:/);
+    // A lone surrogate (no canonical JSON form) becomes U+FFFD, and the digest keeps such values apart.
+    const lone = labelValue('al\ud800ice');
+    expect(lone).toMatch(/^al\ufffdice…sha256:[0-9a-f]{16}$/);
+    expect(labelValue('al\udbffice')).not.toBe(lone);
+    expect(() => canonicalize({ labels: { principal_subject: lone } })).not.toThrow();
   });
 });

@@ -134,6 +134,16 @@ describe('Ledger', () => {
   });
 });
 
+describe('Ledger principals', () => {
+  it('files a record whose principal holds a lone surrogate, with U+FFFD in its place, and it verifies', async () => {
+    ledger = Ledger.open(join(dir, 'l.sqlite'));
+    const { entry } = ledger.insert(callRecord(runA).record, { principal: 'oauth:https://as#al\ud800ice' });
+    const [row] = ledger.database().prepare('SELECT principal FROM records WHERE seq = ?').all(entry.seq);
+    expect(row).toEqual({ principal: 'oauth:https://as#al\ufffdice' });
+    expect(await verifyLedger(ledger)).toMatchObject({ ok: true, total: 1, failed: 0 });
+  });
+});
+
 describe('verifyLedger', () => {
   it('passes untouched records and catches a row edited after storage', async () => {
     const file = join(dir, 'l.sqlite');
