@@ -207,6 +207,11 @@ async function showsCommunityView(sdk: Client): Promise<void> {
     'file://fs//secret/keys.txt',
     'file://gh//public/readme.txt',
     'skill://fs/ops-skill/SKILL.md',
+    // An allowed folder climbed out of, or a denied name spelled another way, lands where it lands.
+    'file://fs//public/../secret/keys.txt',
+    'file://fs//public/%2e%2e/secret/keys.txt',
+    'file://fs//public/..%2Fsecret/keys.txt',
+    'skill://fs/public-skill/../ops-skill/SKILL.md',
   ])
     expect(await refusal(sdk.readResource({ uri }))).toMatchObject({
       message: expect.stringContaining(`Unknown resource: ${uri}`),

@@ -20,7 +20,7 @@ import {
 import { EnvelopeError } from '../../errors/index.ts';
 import { RESULT_SCHEMA_META_KEY } from '../../mcp/tool-result.ts';
 import { PACKAGE_VERSION } from '../../version.ts';
-import { FILTERED_LISTS, ruleNameOfUri, visibleItems } from '../access/lists.ts';
+import { FILTERED_LISTS, uriRuleNames, visibleItems } from '../access/lists.ts';
 import type { AccessDecision, AccessPolicy, AccessPrincipal } from '../access/policy.ts';
 import { accessPrincipalOf } from '../access/principal.ts';
 import { toProtocolError } from '../jsonrpc/messages.ts';
@@ -626,9 +626,9 @@ export class Relay {
     return decision;
   }
 
-  /** The names a URI goes by for rules: itself, a skill's file its skill's name. */
+  /** The names a URI goes by for rules: itself (a skill's file its skill's name), and where it lands. */
   #uriNames(uri: string): string[] {
-    return [ruleNameOfUri(uri)];
+    return uriRuleNames(uri);
   }
 
   /**

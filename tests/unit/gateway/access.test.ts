@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalize } from '../../../src/canonical/index.ts';
 import { carriedClaims, claimAt, claimsHold } from '../../../src/gateway/access/claims.ts';
-import { ruleNameOfUri, visibleItems } from '../../../src/gateway/access/lists.ts';
+import { ruleNameOfUri, uriRuleNames, visibleItems } from '../../../src/gateway/access/lists.ts';
 import { compileGlob, compilePattern, globMatches } from '../../../src/gateway/access/patterns.ts';
 import { type AccessPrincipal, type RawAccess, resolveAccess } from '../../../src/gateway/access/policy.ts';
 import { accessPrincipalOf, callerIdentity } from '../../../src/gateway/access/principal.ts';
@@ -245,5 +245,33 @@ describe('the caller as rules, the log and the record see it', () => {
     expect(lone).toMatch(/^al\ufffdice…sha256:[0-9a-f]{16}$/);
     expect(labelValue('al\udbffice')).not.toBe(lone);
     expect(() => canonicalize({ labels: { principal_subject: lone } })).not.toThrow();
+  });
+});
+
+describe('the names a URI goes by for rules', () => {
+  it.each([
+    ['file:///public/readme.txt', ['file:///public/readme.txt']],
+    ['file:///public/../secret/keys.txt', ['file:///public/../secret/keys.txt', 'file:///secret/keys.txt']],
+    [
+      'file:///public/%2e%2E/secret/keys.txt',
+      ['file:///public/%2e%2E/secret/keys.txt', 'file:///secret/keys.txt'],
+    ],
+    [
+      'file:///public/..%2fsecret/keys.txt',
+      ['file:///public/..%2fsecret/keys.txt', 'file:///secret/keys.txt'],
+    ],
+    ['file:///public/%252e%252e/secret/k', ['file:///public/%252e%252e/secret/k', 'file:///secret/k']],
+    ['file:///%73ecret/keys.txt', ['file:///%73ecret/keys.txt', 'file:///secret/keys.txt']],
+    [
+      'file:///public\\..\\secret\\keys.txt',
+      ['file:///public\\..\\secret\\keys.txt', 'file:///secret/keys.txt'],
+    ],
+    ['file:///../../etc/passwd', ['file:///../../etc/passwd', 'file:///etc/passwd']],
+    ['skill://public-skill/../ops-skill/SKILL.md', ['public-skill', 'ops-skill']],
+    ['skill://public-skill/SKILL.md', ['public-skill']],
+    ['db://x/%E0%A4%A', ['db://x/%E0%A4%A']],
+    ['urn:isbn:0451450523', ['urn:isbn:0451450523']],
+  ])('%s', (uri, names) => {
+    expect(uriRuleNames(uri)).toEqual(names);
   });
 });
