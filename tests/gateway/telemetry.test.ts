@@ -551,11 +551,25 @@ describe('telemetry on', () => {
         .map((le) => (le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le)))
         .sort((a, b) => a - b),
     ).toEqual([0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, Number.POSITIVE_INFINITY]);
-    const counts = text
-      .split('\n')
-      .filter((line) => line.startsWith('mcp_server_operation_duration_seconds_count'))
-      .map((line) => Number(line.split(' ').at(-1)));
-    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(5);
+    const counted = (method: string) =>
+      text
+        .split('\n')
+        .filter(
+          (line) =>
+            line.startsWith('mcp_server_operation_duration_seconds_count') &&
+            line.includes(`mcp_method_name="${method}"`),
+        )
+        .map((line) => Number(line.split(' ').at(-1)))
+        .reduce((sum, count) => sum + count, 0);
+    expect(counted('tools/call')).toBe(5);
+    // Every operation is timed, not only tool calls; a failed one with its JSON-RPC code as error.type.
+    expect(counted('initialize')).toBe(1);
+    expect(counted('server/discover')).toBe(1);
+    expect(counted('prompts/list')).toBe(1);
+    expect(counted('ping')).toBe(1);
+    expect(text).toContain(
+      'mcp_server_operation_duration_seconds_count{mcp_method_name="prompts/get",gen_ai_prompt_name="modern__missing",error_type="-32602"} 1',
+    );
 
     // The second fail call was refused by its rate limit, before the tool ran.
     expect(limitedCall.isError).toBe(true);

@@ -271,11 +271,16 @@ export class GatewayTelemetry {
     return toPrometheusText(resourceMetrics);
   }
 
-  /** Spans of every request but `tools/call`, when tracing; the relay calls it per request. */
+  /**
+   * Spans and durations of every request but `tools/call` (when tracing, or
+   * metering: `mcp.server.operation.duration` is every operation's); the
+   * relay calls it per request.
+   */
   get requests(): RequestTracing | undefined {
     const tracer = this.#tracer;
-    if (!tracer) return undefined;
-    this.#requests ??= { begin: (facts) => new RequestSpan(tracer, facts) };
+    const instruments = this.#instruments;
+    if (!tracer && !instruments) return undefined;
+    this.#requests ??= { begin: (facts) => new RequestSpan(tracer, instruments, facts) };
     return this.#requests;
   }
 
@@ -516,16 +521,28 @@ function failedRequest(span: Span, error: unknown): void {
  * list gathered from several upstreams has one per upstream and page).
  */
 class RequestSpan implements TracedRequest {
-  readonly #tracer: Tracer;
-  readonly #span: Span;
-  readonly #context: Context;
+  readonly #tracer: Tracer | undefined;
+  /** Undefined when traces are off (the request is only timed). */
+  readonly #span: Span | undefined;
+  readonly #context: Context | undefined;
   /** Unsampled, a request's upstream requests are sent its context (flag 00) and get no span of their own. */
   readonly #recording: boolean;
+  readonly #instruments: Instruments | undefined;
+  readonly #method: string;
+  readonly #prompt: string | undefined;
+  readonly #began = performance.now();
 
-  constructor(tracer: Tracer, facts: TracedRequestFacts) {
+  constructor(tracer: Tracer | undefined, instruments: Instruments | undefined, facts: TracedRequestFacts) {
     this.#tracer = tracer;
+    this.#instruments = instruments;
     const { method, params } = facts;
     const target = targetOf(method, params);
+    this.#method = method;
+    this.#prompt = target.prompt;
+    if (!tracer) {
+      this.#recording = false;
+      return;
+    }
     const attributes: Attributes = {
       [ATTR_MCP_METHOD_NAME]: method,
       [ATTR_JSONRPC_REQUEST_ID]: String(facts.id),
@@ -550,22 +567,23 @@ class RequestSpan implements TracedRequest {
     method: string,
     params: Record<string, unknown> | undefined,
   ): { sent: Record<string, unknown> | undefined; end(error?: unknown): void } {
+    const tracer = this.#tracer;
+    const own = this.#span;
+    // Not traced: the upstream gets the params as they are.
+    if (!tracer || !own) return { sent: params, end: () => {} };
     if (!this.#recording) {
       const sent =
         params === undefined
           ? undefined
           : {
               ...params,
-              _meta: withTraceContext(
-                params._meta as Record<string, unknown> | undefined,
-                this.#span.spanContext(),
-              ),
+              _meta: withTraceContext(params._meta as Record<string, unknown> | undefined, own.spanContext()),
             };
       return { sent, end: () => {} };
     }
     const target = targetOf(method, params);
     const attributes: Attributes = { [ATTR_MCP_METHOD_NAME]: method, [ATTR_UPSTREAM]: upstream };
-    const span = this.#tracer.startSpan(
+    const span = tracer.startSpan(
       spanName(method, target),
       { kind: SpanKind.CLIENT, attributes: targetAttributes(attributes, target) },
       this.#context,
@@ -587,7 +605,21 @@ class RequestSpan implements TracedRequest {
   }
 
   end(error?: unknown): void {
-    if (error !== undefined) failedRequest(this.#span, error);
-    this.#span.end();
+    if (this.#span) {
+      if (error !== undefined) failedRequest(this.#span, error);
+      this.#span.end();
+    }
+    // Every operation's duration, as for tools/call (low-cardinality attributes only: no URIs).
+    this.#instruments?.duration.record((performance.now() - this.#began) / 1000, {
+      [ATTR_MCP_METHOD_NAME]: this.#method,
+      ...(this.#prompt === undefined ? {} : { [ATTR_GEN_AI_PROMPT_NAME]: this.#prompt }),
+      ...(error === undefined ? {} : { [ATTR_ERROR_TYPE]: requestErrorType(error) }),
+    });
   }
+}
+
+/** A failed request's `error.type`: a JSON-RPC error's code, else what it says of itself. */
+function requestErrorType(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'number' ? String(code) : errorType(error);
 }
