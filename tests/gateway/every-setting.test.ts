@@ -1886,6 +1886,7 @@ describe('auth.oauth', () => {
               issuer: as.issuer,
               audience: AUDIENCE,
               requiredScopes: ['mcp:tools'],
+              ledgerScope: 'mcp:ledger',
               tiers: [{ scope: 'mcp:pro', tier: 'pro' }],
               clockSkewSeconds: 0,
               introspection: {
@@ -1897,6 +1898,7 @@ describe('auth.oauth', () => {
           },
           tiers: gated,
           ...quiet,
+          ledger: { enabled: true, path: 'ledger.sqlite' },
         },
         { EVERY_SETTING_INTROSPECTION_SECRET: GATEWAY_CLIENT_SECRET },
       ),
@@ -1906,6 +1908,7 @@ describe('auth.oauth', () => {
         auth: { oauth: { issuer: as.issuer, resource: RESOURCE, defaultTier: 'pro' } },
         tiers: gated,
         ...quiet,
+        ledger: { enabled: true, path: 'ledger.sqlite' },
       }),
       startHttp(folder('oauth-tenant'), {
         upstreams: [probe('probe')],
@@ -1963,6 +1966,38 @@ describe('auth.oauth', () => {
       expect(
         await refusalOf(oauthDefaults.url, bearer(await token({ aud: RESOURCE, scope: 'mcp:read' }))),
       ).toEqual([200, undefined]);
+    },
+  );
+
+  proves(
+    ['auth.oauth.ledgerScope'],
+    "auth.oauth.ledgerScope opens the ledger's pages to access tokens carrying it; unset, only static tokens do",
+    async () => {
+      const pages = async (url: string, token: string) => {
+        const answer = await fetch(new URL('/ledger', url), { headers: bearer(token) });
+        await answer.text();
+        return answer.status;
+      };
+      const withLedger = (aud: string) =>
+        as.sign({ aud, sub: 'auditor', scope: 'mcp:tools mcp:ledger', exp: inSeconds(300) });
+      expect(await pages(configured.url, await withLedger(configured.url))).toBe(200);
+      // The scopes every request needs are still needed, and the ledger's scope is.
+      const withoutLedger = await as.sign({
+        aud: configured.url,
+        sub: 'alice',
+        scope: 'mcp:tools',
+        exp: inSeconds(300),
+      });
+      expect(await pages(configured.url, withoutLedger)).toBe(401);
+      const ledgerOnly = await as.sign({
+        aud: configured.url,
+        sub: 'alice',
+        scope: 'mcp:ledger',
+        exp: inSeconds(300),
+      });
+      expect(await pages(configured.url, ledgerOnly)).toBe(401);
+      // Unset: no access token opens them, whatever its scopes.
+      expect(await pages(oauthDefaults.url, await withLedger(RESOURCE))).toBe(401);
     },
   );
 

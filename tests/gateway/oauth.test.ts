@@ -322,7 +322,7 @@ describe('the gateway as an OAuth resource server', () => {
     expect(challengeOf(refused.headers.get('www-authenticate'))?.params.error).toBe('invalid_token');
   });
 
-  it("opens the ledger's pages to a static token, not to an access token (they show every caller's calls)", async () => {
+  it("opens the ledger's pages to a static token, not to an access token without ledgerScope (they show every caller's calls)", async () => {
     const token = await as.sign({
       aud: gateway.url,
       sub: 'user-1',

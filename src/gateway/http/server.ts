@@ -181,13 +181,36 @@ export async function startHttpGateway(options: HttpGatewayOptions): Promise<Htt
     authRequired,
     ...(options.ledger ? { ledger: options.ledger } : {}),
   };
-  // The viewer takes the gateway's tokens: a token that opens /mcp opens /ledger, and none else does.
+  /**
+   * Whether a token opens the ledger's pages, which show every caller's calls: a static token, or
+   * an access token (bearer, unbound: pages send no DPoP proof) carrying `auth.oauth.ledgerScope`
+   * besides the scopes every request needs. Anything that fails, the authorization server down
+   * included, opens nothing.
+   */
+  async function opensLedger(token: string): Promise<boolean> {
+    if (auth.static.accepts(token)) return true;
+    const oauth = auth.oauth;
+    const scope = options.oauth?.ledgerScope;
+    if (!oauth || scope === undefined) return false;
+    try {
+      const { identity } = await oauth.authenticate({
+        scheme: 'bearer',
+        token,
+        method: 'GET',
+        url: `${oauth.origin}/ledger`,
+      });
+      return identity.scopes.includes(scope);
+    } catch {
+      return false;
+    }
+  }
+  // The viewer takes the gateway's static tokens, and access tokens with `auth.oauth.ledgerScope`.
   const ledgerWeb = options.ledger
     ? createLedgerWeb({
         ledger: options.ledger,
         ...(options.ledgerPublicKey ? { publicKey: options.ledgerPublicKey } : {}),
         ...(authRequired || auth.enabled
-          ? { auth: { required: authRequired, check: (token: string) => auth.static.accepts(token) } }
+          ? { auth: { required: authRequired, check: (token: string) => opensLedger(token) } }
           : {}),
         onError: report,
       })

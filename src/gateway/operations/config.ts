@@ -842,6 +842,7 @@ interface RawOAuth {
   algorithms?: string[];
   clockSkewSeconds?: number;
   requiredScopes?: string[];
+  ledgerScope?: string;
   tiers?: OAuthTier[];
   defaultTier?: string;
   introspection?: { endpoint?: string; clientId: string; clientSecretEnv: string };
@@ -883,6 +884,7 @@ function resolveOAuth(
     algorithms: raw.algorithms ?? [...defaults.algorithms],
     clockSkewSeconds: raw.clockSkewSeconds ?? defaults.clockSkewSeconds,
     requiredScopes: raw.requiredScopes ?? [...defaults.requiredScopes],
+    ...(raw.ledgerScope === undefined ? {} : { ledgerScope: raw.ledgerScope }),
     tiers: raw.tiers ?? [...defaults.tiers],
     defaultTier: raw.defaultTier ?? tiers?.anonymous ?? DEFAULT_TIERS[0],
     // The claims read of a token: those the access rules and the tier entries name, no others.

@@ -22,6 +22,11 @@ export interface OAuthOptions {
   clockSkewSeconds: number;
   /** Scopes every request needs. */
   requiredScopes: string[];
+  /**
+   * The scope that also opens the ledger's pages (`/ledger`) to an access
+   * token; undefined: only static tokens open them. Read by the HTTP server.
+   */
+  ledgerScope?: string;
   /** The first entry whose scope the token has and whose claims it carries gives the tier; else `defaultTier`. */
   tiers: OAuthTier[];
   /**
