@@ -176,7 +176,7 @@ export function createPipeline(options: PipelineOptions = {}): Pipeline {
     }
     // The record and the report digest the arguments: large ones are put in canonical form off the event loop.
     if (ctx.largeArguments) await ctx.prepareCanonicalArguments();
-    const placed = await attachProvenance(ctx, decision);
+    const placed = attachProvenance(ctx, decision);
     const answer = encodeAnswer(ctx, placed);
     // The stored files' links follow everything else the answer says.
     if (ctx.trailingBlocks.length > 0)

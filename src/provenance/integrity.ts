@@ -112,52 +112,17 @@ export function signRecord(
   privateKey: KeyObject,
   options: { keyId?: string; alg?: DigestAlg } = {},
 ): ProvRecord {
-  const toSign = signingInput(record, options.alg);
-  return signed(toSign, sign(null, toSign.payload, privateKey), privateKey, options.keyId);
-}
-
-/**
- * `signRecord` with the Ed25519 signature computed on the platform's thread
- * pool, so a server signing every answer keeps its event loop for the calls.
- */
-export async function signRecordAsync(
-  record: ProvRecord,
-  privateKey: KeyObject,
-  options: { keyId?: string; alg?: DigestAlg } = {},
-): Promise<ProvRecord> {
-  const toSign = signingInput(record, options.alg);
-  const signature = await new Promise<Buffer>((resolve, reject) => {
-    sign(null, toSign.payload, privateKey, (error, value) => (error ? reject(error) : resolve(value)));
-  });
-  return signed(toSign, signature, privateKey, options.keyId);
-}
-
-interface SigningInput {
-  claimed: ProvRecord;
-  recordDigest: Digest;
-  /** The signed bytes: the canonical JSON of the record digest. */
-  payload: Buffer;
-}
-
-function signingInput(record: ProvRecord, alg: DigestAlg = 'sha256'): SigningInput {
   const claimed = withMethods(recordWithoutIntegrity(record) as ProvRecord, [
     METHODS.recordDigest,
     METHODS.signatureCreate,
   ]);
-  const recordDigest = computeRecordDigest(claimed, alg);
-  return { claimed, recordDigest, payload: Buffer.from(canonicalize(recordDigest), 'utf8') };
-}
-
-function signed(input: SigningInput, signature: Buffer, privateKey: KeyObject, keyId?: string): ProvRecord {
+  const recordDigest = computeRecordDigest(claimed, options.alg ?? 'sha256');
+  const value = sign(null, Buffer.from(canonicalize(recordDigest), 'utf8'), privateKey).toString('base64');
   return {
-    ...input.claimed,
+    ...claimed,
     integrity: {
-      record_digest: input.recordDigest,
-      signature: {
-        alg: SIGNATURE_ALG,
-        key_id: keyId ?? keyIdFor(privateKey),
-        value: signature.toString('base64'),
-      },
+      record_digest: recordDigest,
+      signature: { alg: SIGNATURE_ALG, key_id: options.keyId ?? keyIdFor(privateKey), value },
     },
   };
 }

@@ -6,7 +6,7 @@ import {
   METHODS,
   type ProvRecord,
 } from '../../provenance/index.ts';
-import { attachRecordDigest, signRecordAsync } from '../../provenance/integrity.ts';
+import { attachRecordDigest, signRecord } from '../../provenance/integrity.ts';
 import { PROVENANCE_META_KEY } from '../tool-result.ts';
 import { type CallContext, recordsDigests } from './context.ts';
 import { type Decision, recordPlacement, sentInV01 } from './decision.ts';
@@ -37,14 +37,13 @@ export interface Placed {
  * the pipeline has a `signingKey`), put where it can travel (see
  * `recordPlacement`); the one place a record enters an answer.
  */
-export async function attachProvenance(ctx: CallContext, decision: Decision): Promise<Placed> {
+export function attachProvenance(ctx: CallContext, decision: Decision): Placed {
   if (!ctx.controls.captureProvenance) return { decision, provenance: null, meta: {} };
   const built = recordOrUndigested(ctx, decision);
   // Signed before it is placed: the answer's copy and the report's (the ledger's) are one record.
   const signing = ctx.settings.signing;
-  // Signed on the platform's thread pool: the event loop serves other calls meanwhile.
   const record = signing
-    ? await signRecordAsync(built.record, signing.key, { keyId: signing.keyId })
+    ? signRecord(built.record, signing.key, { keyId: signing.keyId })
     : digested(built.record);
   const placement = recordPlacement(built.decision, ctx.settings.dialect);
   const provenance = { record, placement };

@@ -15,7 +15,6 @@ import {
   RecordBuilder,
   signRecord,
 } from '../../../src/provenance/index.ts';
-import { signRecordAsync } from '../../../src/provenance/integrity.ts';
 
 const pair = generateSigningKeyPair();
 const privateKey = loadPrivateKey(pair.privateKeyPem);
@@ -92,12 +91,6 @@ describe('Ed25519 signatures', () => {
     expect(checkSignature(signed, publicKey).status).toBe('pass');
     expect(checkSignature(signed, undefined).status).toBe('unverifiable');
     expect(checkSignature(record(), publicKey).status).toBe('absent');
-  });
-
-  it('signs alike on the thread pool (signRecordAsync): Ed25519 is deterministic', async () => {
-    const pooled = await signRecordAsync(record(), privateKey, { keyId: 'k1' });
-    expect(pooled).toEqual(signRecord(record(), privateKey, { keyId: 'k1' }));
-    expect(checkSignature(pooled, publicKey).status).toBe('pass');
   });
 
   it('fails with another key', () => {
