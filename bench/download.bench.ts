@@ -9,11 +9,20 @@
  * Run: npm run build && node bench/download.bench.ts
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchStore, freePort, grantBenchFile, memoryOf, NGINX, startNginx, waitForLine } from './support.ts';
+import {
+  benchStore,
+  cpuMs,
+  freePort,
+  grantBenchFile,
+  memoryOf,
+  NGINX,
+  startNginx,
+  waitForLine,
+} from './support.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const NODE = process.execPath;
@@ -34,17 +43,6 @@ function cleanUp(): void {
 /** VmHWM (peak resident memory) of a process, in bytes. */
 function peakRss(pid: number): number | undefined {
   return memoryOf(pid, 'VmHWM');
-}
-
-/** CPU seconds (user + system) a process has used so far. */
-function cpuSeconds(pid: number): number | undefined {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    // utime and stime are fields 14 and 15 of the whole line, in clock ticks (100 per second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
 }
 
 /** Fetches `url` once, reading the body whole; the seconds it took. */
@@ -110,7 +108,7 @@ try {
   await fetchWhole(ours); // warm-up
   const pid = gateway.child.pid as number;
   const before = peakRss(pid);
-  const cpuBefore = cpuSeconds(pid);
+  const cpuBefore = cpuMs(pid);
   // Alternated, so load from elsewhere on the machine weighs on both alike.
   const oursSeconds: number[] = [];
   const nginxSeconds: number[] = [];
@@ -119,13 +117,13 @@ try {
     if (nginx) nginxSeconds.push(await fetchWhole(nginx));
   }
   const after = peakRss(pid);
-  const cpuAfter = cpuSeconds(pid);
+  const cpuAfter = cpuMs(pid);
   const oursMBs = rate(oursSeconds);
   process.stdout.write(
     `/api/download (gateway process): ${oursMBs.toFixed(0)} MB/s over ${ROUNDS} × ${SIZE_MB} MB\n`,
   );
   if (cpuBefore !== undefined && cpuAfter !== undefined) {
-    const perGb = ((cpuAfter - cpuBefore) / (ROUNDS * SIZE_MB)) * 1024;
+    const perGb = ((cpuAfter - cpuBefore) / 1000 / (ROUNDS * SIZE_MB)) * 1024;
     process.stdout.write(
       `gateway CPU: ${perGb.toFixed(2)} s per GB served (user + system; load elsewhere does not inflate it)\n`,
     );

@@ -14,13 +14,14 @@
  * Run: node bench/gateway-provenance.bench.ts
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Ledger } from '../src/ledger/index.ts';
+import { callsPerSecond, cpuMs, processTree } from './support.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const GATEWAY = fileURLToPath(new URL('../bin/mcp-envelope', import.meta.url));
@@ -82,34 +83,6 @@ async function connect(configFile: string): Promise<Connected> {
   return { client, pid: transport.pid as number };
 }
 
-/** CPU milliseconds (user + system) a process has used, from /proc/<pid>/stat; 0 where there is no /proc. */
-function cpuMs(pid: number): number {
-  try {
-    const fields = (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] as string).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-
-/** The processes whose parent is `pid` (the gateway's upstream). */
-function childrenOf(pid: number): number[] {
-  try {
-    return readdirSync('/proc')
-      .filter((name) => /^\d+$/.test(name))
-      .filter((name) => {
-        try {
-          return readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ')[1] === String(pid);
-        } catch {
-          return false;
-        }
-      })
-      .map(Number);
-  } catch {
-    return [];
-  }
-}
-
 async function echo(client: Client): Promise<void> {
   const result = await client.callTool({
     name: 'echo',
@@ -120,39 +93,25 @@ async function echo(client: Client): Promise<void> {
   if (!text?.includes(PAYLOAD)) throw new Error('echo came back wrong');
 }
 
-async function callsPerSecond(client: Client, total: number): Promise<number> {
-  let issued = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (issued < total) {
-        issued++;
-        await echo(client);
-      }
-    }),
-  );
-  return total / ((performance.now() - started) / 1000);
-}
-
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
 const full = await connect(config('full', true));
 const off = await connect(config('off', false));
 try {
-  for (const { client } of [full, off]) await callsPerSecond(client, WARMUP);
+  for (const { client } of [full, off]) await callsPerSecond(() => echo(client), WARMUP, IN_FLIGHT);
   const rates = { full: [] as number[], off: [] as number[] };
   // CPU ms per setup and process over the measured rounds: [client, gateway, upstream].
   const cpu = { full: [0, 0, 0], off: [0, 0, 0] };
   const measure = async (setup: Connected, into: number[], cpuInto: number[]) => {
-    const upstreams = childrenOf(setup.pid);
+    const upstreams = processTree(setup.pid).slice(1);
     const read = () => [
       (process.cpuUsage().user + process.cpuUsage().system) / 1000,
-      cpuMs(setup.pid),
-      upstreams.reduce((sum, pid) => sum + cpuMs(pid), 0),
+      cpuMs(setup.pid) ?? 0,
+      upstreams.reduce((sum, pid) => sum + (cpuMs(pid) ?? 0), 0),
     ];
     const before = read();
-    into.push(await callsPerSecond(setup.client, PER_ROUND));
+    into.push(await callsPerSecond(() => echo(setup.client), PER_ROUND, IN_FLIGHT));
     read().forEach((value, i) => {
       cpuInto[i] = (cpuInto[i] as number) + value - (before[i] as number);
     });

@@ -17,10 +17,10 @@
  * Run: node bench/sessions.bench.ts
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { freePort, quantile } from './support.ts';
+import { freePort, processTree, quantile } from './support.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const NODE = process.execPath;
@@ -56,32 +56,6 @@ interface Figures {
   openSeconds: number;
   sequential: { p50: number; p99: number };
   concurrent: { p50: number; p99: number };
-}
-
-/** The process and all its descendants, from the parent ids in /proc. */
-function processTree(rootPid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // The command name is parenthesized and may hold spaces: the fields after it are plain.
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const siblings = children.get(parent) ?? [];
-      siblings.push(Number(entry));
-      children.set(parent, siblings);
-    } catch {
-      // It exited while we looked.
-    }
-  }
-  const tree: number[] = [];
-  const queue = [rootPid];
-  while (queue.length > 0) {
-    const pid = queue.shift() as number;
-    tree.push(pid);
-    queue.push(...(children.get(pid) ?? []));
-  }
-  return tree;
 }
 
 function kib(text: string, field: string): number {

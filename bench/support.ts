@@ -1,7 +1,7 @@
 /** Helpers the benches share. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -125,4 +125,66 @@ export function benchStore(gatewayDir: string): FolderArtifactStore {
     dir: join(gatewayDir, 'data', 'artifacts'),
     databasePath: join(gatewayDir, 'data', 'ledger.sqlite'),
   });
+}
+
+/** Linux's USER_HZ, the unit of /proc/<pid>/stat's CPU times. */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * The CPU time (user + system) a process has used so far, in milliseconds, from
+ * /proc/<pid>/stat (Linux); undefined where it cannot be read.
+ */
+export function cpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command is parenthesized and may hold spaces: utime and stime are the 12th and 13th fields after it.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The process and all its descendants, from the parent ids in /proc. */
+export function processTree(rootPid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const siblings = children.get(parent) ?? [];
+      siblings.push(Number(entry));
+      children.set(parent, siblings);
+    } catch {
+      // It exited while we looked.
+    }
+  }
+  const tree: number[] = [];
+  const queue = [rootPid];
+  while (queue.length > 0) {
+    const pid = queue.shift() as number;
+    tree.push(pid);
+    queue.push(...(children.get(pid) ?? []));
+  }
+  return tree;
+}
+
+/** Calls/s of `total` calls of `call`, `inFlight` at a time. */
+export async function callsPerSecond(
+  call: () => Promise<void>,
+  total: number,
+  inFlight: number,
+): Promise<number> {
+  let issued = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (issued < total) {
+        issued++;
+        await call();
+      }
+    }),
+  );
+  return total / ((performance.now() - started) / 1000);
 }

@@ -24,14 +24,14 @@
  * Run: node bench/tracing.bench.ts (after npm run build)
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { quantile, waitForLine } from './support.ts';
+import { callsPerSecond, cpuMs, quantile, waitForLine } from './support.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const NODE = process.execPath;
@@ -45,8 +45,6 @@ const CALLS_PER_ROUND = Number(process.env.TRACING_BENCH_CALLS ?? 2000);
 const TRACED_EXTRA = JSON.parse(process.env.TRACING_BENCH_TELEMETRY ?? '{}') as Record<string, unknown>;
 const IN_FLIGHT = 16;
 const PAYLOAD = 'x'.repeat(1024);
-/** Linux's USER_HZ, the unit of /proc/<pid>/stat's CPU times. */
-const TICKS_PER_SECOND = 100;
 
 const children: ChildProcess[] = [];
 const work = mkdtempSync(join(tmpdir(), 'tracing-bench-'));
@@ -67,13 +65,6 @@ async function startReceiver(): Promise<{ url: string; exports: () => number; cl
     exports: () => exports,
     close: () => server.close(),
   };
-}
-
-/** The CPU time a process has used so far (user and system), in milliseconds, from /proc (Linux). */
-function cpuMsOf(pid: number): number {
-  // Fields after the command (which may hold spaces) start at its closing parenthesis: utime is the 12th, stime the 13th.
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
 }
 
 async function startGateway(
@@ -112,20 +103,6 @@ async function echo(client: Client): Promise<void> {
   const result = await client.callTool({ name: 'echo', arguments: { text: PAYLOAD } });
   const text = (result.content as { text?: string }[])[0]?.text;
   if (!text?.includes(PAYLOAD)) throw new Error('echo came back wrong');
-}
-
-async function callsPerSecond(client: Client, total: number): Promise<number> {
-  let issued = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (issued < total) {
-        issued++;
-        await echo(client);
-      }
-    }),
-  );
-  return total / ((performance.now() - started) / 1000);
 }
 
 const BASELINE = process.env.TRACING_BENCH_BASELINE;
@@ -179,15 +156,15 @@ try {
       rates: [],
       cpuUsPerCall: [],
     });
-  for (const peer of peers) await callsPerSecond(peer.client, WARMUP);
+  for (const peer of peers) await callsPerSecond(() => echo(peer.client), WARMUP, IN_FLIGHT);
   for (let round = 0; round < ROUNDS; round++) {
     // Rotate which goes first, and reverse the order every other round, so none always runs on a warmer machine.
     const order = peers.map((_, turn) => peers[(round + turn) % peers.length] as Peer);
     if (round % 2 === 1) order.reverse();
     for (const peer of order) {
-      const cpuBefore = cpuMsOf(peer.pid);
-      peer.rates.push(await callsPerSecond(peer.client, CALLS_PER_ROUND));
-      peer.cpuUsPerCall.push(((cpuMsOf(peer.pid) - cpuBefore) * 1000) / CALLS_PER_ROUND);
+      const cpuBefore = cpuMs(peer.pid) ?? Number.NaN;
+      peer.rates.push(await callsPerSecond(() => echo(peer.client), CALLS_PER_ROUND, IN_FLIGHT));
+      peer.cpuUsPerCall.push((((cpuMs(peer.pid) ?? Number.NaN) - cpuBefore) * 1000) / CALLS_PER_ROUND);
     }
   }
   const [off, off2, on] = peers as [Peer, Peer, Peer];

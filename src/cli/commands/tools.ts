@@ -20,6 +20,24 @@ const DB_HELP = `the ledger (or pinning.file) the gateway keeps its pins in (def
 const kindOption = () =>
   new Option('--kind <kind>', 'which kind of definition').choices([...DEFINITION_KINDS]).default('tool');
 
+/** `list` and `diff` narrow what they show alike. */
+function filtered(command: Command): Command {
+  return command
+    .option('--db <file>', DB_HELP)
+    .option('--upstream <name>', 'only this upstream')
+    .option('--tool <name>', 'only definitions of this name')
+    .addOption(kindOption());
+}
+
+/** The store's filter a command's options say. */
+function storeFilter(options: Filter): { kind: DefinitionKind; upstream?: string; name?: string } {
+  return {
+    kind: options.kind,
+    ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
+    ...(options.tool === undefined ? {} : { name: options.tool }),
+  };
+}
+
 /** Opens the pins for one command and always closes them; reading never creates or changes the file. */
 async function withPins<T>(
   io: CliIo,
@@ -63,65 +81,51 @@ function describe(pending: Pending): string {
 }
 
 function registerDiff(tools: Command, invocation: Invocation): void {
-  tools
-    .command('diff')
-    .description('show each pending definition against its pin (exit 1 while any is pending)')
-    .option('--db <file>', DB_HELP)
-    .option('--upstream <name>', 'only this upstream')
-    .option('--tool <name>', 'only definitions of this name')
-    .addOption(kindOption())
-    .action(
-      runs(invocation, async ({ io }, options: Filter) => {
-        const shown = await withPins(io, options.db, 'read', (store) =>
-          store
-            .pending({
-              kind: options.kind,
-              ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
-              ...(options.tool === undefined ? {} : { name: options.tool }),
-            })
-            .map((pending) => {
-              const pin = pinFor(store, pending);
-              const changes = definitionDiff(
-                pin ? parsed(pin.definition) : undefined,
-                parsed(pending.definition),
-              );
-              return { pending, pin, changes };
-            }),
-        );
-        const human = shown.map(({ pending, changes }) =>
-          [
-            describe(pending),
-            ...changes.flatMap(({ member, lines }) => [
-              `  ${member}:`,
-              ...lines.map((line) => `    ${line}`),
-            ]),
-          ].join('\n'),
-        );
-        return {
-          exitCode: shown.length === 0 ? EXIT.ok : EXIT.checkFailed,
-          human:
-            shown.length === 0
-              ? 'nothing pending: every definition seen matches its pin'
-              : human.join('\n\n'),
-          json: {
-            pending: shown.map(({ pending, pin, changes }) => ({
-              upstream: pending.upstream,
-              server: pending.server,
-              kind: pending.kind,
-              name: pending.name,
-              reason: pending.reason,
-              renamed_from: pending.renamed_from,
-              pinned: pending.pinned_digest,
-              digest: pending.digest,
-              first_seen: pending.first_seen,
-              pinned_definition: pin ? parsed(pin.definition) : null,
-              definition: parsed(pending.definition),
-              changed_members: changes.map(({ member }) => member),
-            })),
-          },
-        };
-      }),
-    );
+  filtered(
+    tools
+      .command('diff')
+      .description('show each pending definition against its pin (exit 1 while any is pending)'),
+  ).action(
+    runs(invocation, async ({ io }, options: Filter) => {
+      const shown = await withPins(io, options.db, 'read', (store) =>
+        store.pending(storeFilter(options)).map((pending) => {
+          const pin = pinFor(store, pending);
+          const changes = definitionDiff(
+            pin ? parsed(pin.definition) : undefined,
+            parsed(pending.definition),
+          );
+          return { pending, pin, changes };
+        }),
+      );
+      const human = shown.map(({ pending, changes }) =>
+        [
+          describe(pending),
+          ...changes.flatMap(({ member, lines }) => [`  ${member}:`, ...lines.map((line) => `    ${line}`)]),
+        ].join('\n'),
+      );
+      return {
+        exitCode: shown.length === 0 ? EXIT.ok : EXIT.checkFailed,
+        human:
+          shown.length === 0 ? 'nothing pending: every definition seen matches its pin' : human.join('\n\n'),
+        json: {
+          pending: shown.map(({ pending, pin, changes }) => ({
+            upstream: pending.upstream,
+            server: pending.server,
+            kind: pending.kind,
+            name: pending.name,
+            reason: pending.reason,
+            renamed_from: pending.renamed_from,
+            pinned: pending.pinned_digest,
+            digest: pending.digest,
+            first_seen: pending.first_seen,
+            pinned_definition: pin ? parsed(pin.definition) : null,
+            definition: parsed(pending.definition),
+            changed_members: changes.map(({ member }) => member),
+          })),
+        },
+      };
+    }),
+  );
 }
 
 function registerAccept(tools: Command, invocation: Invocation): void {
@@ -188,53 +192,40 @@ function registerAccept(tools: Command, invocation: Invocation): void {
 }
 
 function registerListPins(tools: Command, invocation: Invocation): void {
-  tools
-    .command('list')
-    .description('list the pinned definitions')
-    .option('--db <file>', DB_HELP)
-    .option('--upstream <name>', 'only this upstream')
-    .option('--tool <name>', 'only definitions of this name')
-    .addOption(kindOption())
-    .action(
-      runs(invocation, async ({ io }, options: Filter) => {
-        const pins = await withPins(io, options.db, 'read', (store) =>
-          store.list({
-            kind: options.kind,
-            ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
-            ...(options.tool === undefined ? {} : { name: options.tool }),
-          }),
-        );
-        return {
-          exitCode: EXIT.ok,
-          human:
-            pins.length === 0
-              ? 'no pins'
-              : pins
-                  .map((pin) =>
-                    [
-                      pin.upstream,
-                      pin.server,
-                      pin.kind,
-                      pin.name,
-                      pin.digest,
-                      pin.accepted_at ?? pin.pinned_at,
-                    ].join('  '),
-                  )
-                  .join('\n'),
-          json: {
-            pins: pins.map((pin) => ({
-              upstream: pin.upstream,
-              server: pin.server,
-              kind: pin.kind,
-              name: pin.name,
-              digest: pin.digest,
-              pinned_at: pin.pinned_at,
-              accepted_at: pin.accepted_at,
-            })),
-          },
-        };
-      }),
-    );
+  filtered(tools.command('list').description('list the pinned definitions')).action(
+    runs(invocation, async ({ io }, options: Filter) => {
+      const pins = await withPins(io, options.db, 'read', (store) => store.list(storeFilter(options)));
+      return {
+        exitCode: EXIT.ok,
+        human:
+          pins.length === 0
+            ? 'no pins'
+            : pins
+                .map((pin) =>
+                  [
+                    pin.upstream,
+                    pin.server,
+                    pin.kind,
+                    pin.name,
+                    pin.digest,
+                    pin.accepted_at ?? pin.pinned_at,
+                  ].join('  '),
+                )
+                .join('\n'),
+        json: {
+          pins: pins.map((pin) => ({
+            upstream: pin.upstream,
+            server: pin.server,
+            kind: pin.kind,
+            name: pin.name,
+            digest: pin.digest,
+            pinned_at: pin.pinned_at,
+            accepted_at: pin.accepted_at,
+          })),
+        },
+      };
+    }),
+  );
 }
 
 export const registerTools: Registrar = (program, invocation) => {

@@ -84,7 +84,7 @@ function resolvedUri(uri: string): string {
 }
 
 function percentDecoded(text: string): string {
-  if (!text.includes('%')) return text.replaceAll('\\', '/');
+  if (!text.includes('%')) return text;
   try {
     return decodeURIComponent(text);
   } catch {

@@ -36,7 +36,7 @@ import type { CallOutcome, CallSummary } from '../../mcp/pipeline.ts';
 export type CallTransport = 'stdio' | 'http';
 
 /** One line of the call log. */
-export interface CallLogEntry {
+export interface CallLogEntry extends CallerFields {
   /** pino's level: 30 (info) for every call. */
   level: number;
   ts: string;
@@ -58,12 +58,22 @@ export interface CallLogEntry {
   transport: CallTransport;
   /** The HTTP route, or null over stdio. */
   route: string | null;
-  /** The caller's tier, present only when a bearer token authenticated the caller. */
+  /** `sha256:<hex>` of the canonical arguments; null when the call had none. */
+  argumentsDigest: string | null;
+  /** `sha256:<hex>` of the canonical result sent back; null when there was none. */
+  resultDigest: string | null;
+  /** Raw arguments, only when the log was opened with includeArguments. */
+  arguments?: unknown;
+}
+
+/**
+ * Who called and what the access rules decided: each member present only when
+ * a credential authenticated the caller (`access` when the gateway has rules).
+ */
+export interface CallerFields {
+  /** The caller's tier. */
   tier?: string;
-  /**
-   * Who called, present only when a credential authenticated the caller:
-   * `token:<name>` for a static token, `oauth:<issuer>#<subject>` for an access token.
-   */
+  /** `token:<name>` for a static token, `oauth:<issuer>#<subject>` for an access token. */
   principal?: string;
   /** The OAuth client the caller's access token was issued to, when it names one. */
   clientId?: string;
@@ -74,17 +84,10 @@ export interface CallLogEntry {
   /** The access token's `jti`, or the static token's configured name: never the token. */
   tokenId?: string;
   /**
-   * What the `access` rules decided, present when the gateway has them: the
-   * rule that decided (its name, else its pointer `/access/rules/<n>`), or
-   * `default`.
+   * What the `access` rules decided: the rule that decided (its name, else its
+   * pointer `/access/rules/<n>`), or `default`.
    */
   access?: CallAccessEntry;
-  /** `sha256:<hex>` of the canonical arguments; null when the call had none. */
-  argumentsDigest: string | null;
-  /** `sha256:<hex>` of the canonical result sent back; null when there was none. */
-  resultDigest: string | null;
-  /** Raw arguments, only when the log was opened with includeArguments. */
-  arguments?: unknown;
 }
 
 /** The access rules' decision on one call. */
@@ -94,24 +97,11 @@ export interface CallAccessEntry {
 }
 
 /** Where and for whom a call was served: what the log adds to the call's report. */
-export interface CallLogFacts {
+export interface CallLogFacts extends CallerFields {
   upstream: string;
   transport: CallTransport;
   /** The HTTP route; null or absent over stdio. */
   route?: string | null;
-  /** The tier of an authenticated caller; unauthenticated calls (stdio) have none. */
-  tier?: string;
-  /** Who an authenticated caller is (`token:<name>`, `oauth:<issuer>#<subject>`). */
-  principal?: string;
-  /** An OAuth caller's client. */
-  clientId?: string;
-  /** An OAuth caller's subject and issuer. */
-  subject?: string;
-  issuer?: string;
-  /** The access token's `jti`, or the static token's name. */
-  tokenId?: string;
-  /** The access rules' decision, when the gateway has rules. */
-  access?: CallAccessEntry;
   /** The raw arguments, written only when the log was opened with includeArguments. */
   arguments?: unknown;
   traceId?: string;

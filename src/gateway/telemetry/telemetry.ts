@@ -505,13 +505,8 @@ function targetAttributes(attributes: Attributes, target: Target): Attributes {
  */
 function failedRequest(span: Span, error: unknown): void {
   const code = (error as { code?: unknown } | undefined)?.code;
-  const message = error instanceof Error ? error.message : undefined;
-  if (typeof code === 'number') {
-    span.setAttribute(ATTR_RPC_RESPONSE_STATUS_CODE, String(code));
-    failed(span, String(code), message);
-    return;
-  }
-  failed(span, errorType(error), message);
+  if (typeof code === 'number') span.setAttribute(ATTR_RPC_RESPONSE_STATUS_CODE, String(code));
+  failed(span, requestErrorType(error), error instanceof Error ? error.message : undefined);
 }
 
 /**
