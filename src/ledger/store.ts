@@ -21,7 +21,7 @@ import type { ProvRecord } from '../provenance/record.ts';
 import { defaultRegistry, SCHEMA_IDS } from '../schemas/index.ts';
 import { indexColumns } from './index-columns.ts';
 import { leafBytes } from './log/leaf.ts';
-import { TreeStore } from './log/tree.ts';
+import { type RightEdge, TreeStore } from './log/tree.ts';
 import { MIGRATION_CODE, MIGRATIONS } from './migrations.ts';
 
 export const LEDGER_SCHEMA_VERSION = MIGRATIONS.length;
@@ -118,6 +118,8 @@ export interface StoredRow {
 }
 
 const SQLITE_CORRUPT = 11;
+/** The extended code of a primary key collision: here, a row another writer stored at the seq expected next. */
+const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 const SQLITE_NOTADB = 26;
 const DIGEST_KEY = /^(?:sha256:)?([0-9a-f]{64})$/;
 
@@ -225,6 +227,12 @@ export class Ledger {
   private readonly db: DatabaseSync;
   private readonly now: () => Date;
   private tree: TreeStore | undefined;
+  /**
+   * The log's right edge as this writer left it, so an append reads nothing: read inside the
+   * first write transaction, advanced by each row stored, dropped when a transaction rolls back.
+   * Another writer's append makes its next row's seq collide: the edge is read again (`store`).
+   */
+  private edge: RightEdge | undefined;
   private readonly statements = new Map<string, StatementSync>();
 
   private constructor(path: string, db: DatabaseSync, now: () => Date, readOnly: boolean) {
@@ -372,17 +380,30 @@ export class Ledger {
         committed = true;
         return result;
       } finally {
-        if (!committed && this.db.isTransaction) this.db.exec('ROLLBACK');
+        if (!committed) {
+          this.edge = undefined;
+          if (this.db.isTransaction) this.db.exec('ROLLBACK');
+        }
       }
     });
   }
 
   /** Stores one prepared record, inside a transaction: the row and its log leaf are one row. */
   private store(item: PreparedInsert): InsertResult {
-    const log = this.log();
-    // One read of the last row gives the leaf's index and the right edge it joins.
-    const tail = log.tail();
-    const index = tail.size;
+    this.edge ??= this.log().edge();
+    try {
+      return this.append(item, this.edge);
+    } catch (error) {
+      if ((error as { errcode?: number }).errcode !== SQLITE_CONSTRAINT_PRIMARYKEY) throw error;
+      // Another process appended since this edge was read: read it again (the write lock is held).
+      this.edge = this.log().edge();
+      return this.append(item, this.edge);
+    }
+  }
+
+  /** Stores one prepared record as leaf `edge.size` of the log, advancing the edge. */
+  private append(item: PreparedInsert, edge: RightEdge): InsertResult {
+    const index = edge.size;
     const entry: LedgerEntry = {
       seq: index + 1,
       run_id: item.record.run_id,
@@ -397,7 +418,7 @@ export class Ledger {
       { ...entry, index, principal: item.principal },
       { record: item.recordText, envelope: item.envelopeText },
     );
-    const next = log.next(leaf, tail);
+    const next = edge.next(leaf);
     // Columns the viewer filters on, derived from what the leaf commits to (index-columns.ts).
     const columns = indexColumns(item.record, item.envelope, item.principal);
     const { changes } = this.statement(
@@ -423,6 +444,7 @@ export class Ledger {
       const row = this.statement('SELECT * FROM records WHERE record_digest = ?').get(item.digest);
       return { entry: this.toEntry(row as unknown as StoredRow), inserted: false };
     }
+    edge.advance(next);
     // The parents the viewer looks children up by (an index: the audit checks it against the leaf).
     for (const parent of item.record.parents ?? []) {
       this.statement('INSERT OR IGNORE INTO record_parents (parent, seq) VALUES (?, ?)').run(

@@ -8,10 +8,10 @@
  * j = (k+1)·2^l − 1 and is bytes [32·l, 32·l + 32) of row j + 1's `nodes`.
  *
  * So an append is one row insert (the same page writes as a ledger without a
- * log) after reading one stored sibling per completed level; a root, or any
- * subtree hash a proof needs, reads O(log n) rows by primary key. Callers
- * compute the next leaf's nodes (`next`) and store them with its row in one
- * transaction.
+ * log); its siblings come from the writer's `RightEdge` (read once, then kept),
+ * or from one stored row per completed level (`next`); a root, or any subtree
+ * hash a proof needs, reads O(log n) rows by primary key. Callers compute the
+ * next leaf's nodes and store them with its row in one transaction.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { HASH_SIZE, leafHash, nodeHash, type PerfectNodes, treeRoot } from './hashing.ts';
@@ -40,6 +40,43 @@ export function completedNodes(
     at = (at - 1) / 2;
   }
   return Buffer.concat(hashes);
+}
+
+/**
+ * The log's right edge, kept by its one writer between appends so an append
+ * reads nothing: the size, and at each level the last perfect subtree
+ * completed there, which is the left sibling the next leaf joins at that level
+ * (the subtree completed most recently at a level is the one just left of
+ * where the next one grows).
+ */
+export class RightEdge {
+  size: number;
+  readonly #lastAtLevel: Uint8Array[];
+
+  constructor(size: number, lastAtLevel: Uint8Array[]) {
+    this.size = size;
+    this.#lastAtLevel = lastAtLevel;
+  }
+
+  /** Where the next leaf goes and the subtree hashes it completes (the edge is unchanged until `advance`). */
+  next(leaf: Uint8Array): NextLeaf {
+    const index = this.size;
+    const nodes = completedNodes(index, leafHash(leaf), (level) => {
+      const sibling = this.#lastAtLevel[level];
+      if (sibling === undefined) throw new RangeError(`log node (level ${level}) is missing from the edge`);
+      return sibling;
+    });
+    return { index, nodes };
+  }
+
+  /** Takes in a leaf once its row is stored: `next` must have been computed from this edge. */
+  advance(next: NextLeaf): void {
+    if (next.index !== this.size)
+      throw new RangeError(`leaf ${next.index} does not follow a log of ${this.size}`);
+    for (let level = 0; level * HASH_SIZE < next.nodes.length; level++)
+      this.#lastAtLevel[level] = next.nodes.subarray(level * HASH_SIZE, (level + 1) * HASH_SIZE);
+    this.size++;
+  }
 }
 
 /** The log's size and its last row's nodes. */
@@ -92,6 +129,15 @@ export class TreeStore implements PerfectNodes {
       return tail.nodes.subarray(start, start + HASH_SIZE);
     });
     return { index, nodes };
+  }
+
+  /** The right edge as stored: one read per level (log2 of the size), once per writer. */
+  edge(): RightEdge {
+    const size = this.size();
+    const lastAtLevel: Uint8Array[] = [];
+    for (let level = 0; 2 ** level <= size; level++)
+      lastAtLevel.push(this.node(level, Math.floor(size / 2 ** level) - 1));
+    return new RightEdge(size, lastAtLevel);
   }
 
   node(level: number, index: number): Uint8Array {

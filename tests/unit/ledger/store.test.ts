@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvelopeError } from '../../../src/errors/index.ts';
-import { LEDGER_SCHEMA_VERSION, Ledger, verifyLedger } from '../../../src/ledger/index.ts';
+import { auditLog, LEDGER_SCHEMA_VERSION, Ledger, verifyLedger } from '../../../src/ledger/index.ts';
 import { checkLedgerSchema } from '../../../src/ledger/store.ts';
 import { computeRecordDigest } from '../../../src/provenance/integrity.ts';
 import { callRecord } from './fixtures.ts';
@@ -109,6 +109,47 @@ describe('Ledger', () => {
     } finally {
       reader.close();
     }
+  });
+
+  it('two writers on one file take turns without a gap or a lost leaf, and the log stays whole', () => {
+    // Each writer keeps the log's right edge between appends; the other's rows make its next seq
+    // collide, and it reads the edge again. 37 appends cross several levels of the tree.
+    const file = join(dir, 'l.sqlite');
+    ledger = Ledger.open(file);
+    const other = Ledger.open(file);
+    try {
+      const stored: number[] = [];
+      for (let i = 0; i < 37; i++) {
+        const writer = i % 3 === 0 ? other : ledger;
+        const id = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+        stored.push(writer.insert(callRecord(id).record).entry.seq);
+      }
+      expect(stored).toEqual(Array.from({ length: 37 }, (_, i) => i + 1));
+      const audit = auditLog(ledger);
+      expect(audit.problems).toEqual([]);
+      expect(audit.size).toBe(37);
+      // The root the writers built leaf by leaf is the one computed afresh from the stored leaves.
+      expect(Buffer.from(ledger.log().root()).toString('base64')).toBe(audit.root);
+    } finally {
+      other.close();
+    }
+  });
+
+  it('a batch that fails leaves no row behind and the next append takes its place', () => {
+    const file = join(dir, 'l.sqlite');
+    ledger = Ledger.open(file);
+    ledger.insert(callRecord(runA).record);
+    // A storage failure inside the batch's transaction (a trigger standing in for a full disk)
+    // rolls back the rows stored before it in the same transaction.
+    ledger.database().exec(`CREATE TRIGGER refuse BEFORE INSERT ON records WHEN NEW.run_id = '${runC}'
+      BEGIN SELECT RAISE(ABORT, 'disk full'); END`);
+    expect(() =>
+      ledger?.insertMany([{ subject: callRecord(runB).record }, { subject: callRecord(runC).record }]),
+    ).toThrow(/disk full/);
+    expect(ledger.count()).toBe(1);
+    ledger.database().exec('DROP TRIGGER refuse');
+    expect(ledger.insert(callRecord(runB).record).entry.seq).toBe(2);
+    expect(auditLog(ledger).problems).toEqual([]);
   });
 
   it('reports a missing file with LEDGER_NOT_FOUND when not asked to create it', () => {
