@@ -58,6 +58,11 @@ export const MIGRATIONS: readonly string[] = [
   viewerColumns(),
   // 5: the gateway's pins of upstream definitions (see definitionPinsMigration).
   definitionPinsMigration(),
+  // 6: the principal index holds only rows that name one: the viewer finds rows by a principal's
+  // name, never by its absence, so an append that names none (a record filed by the library
+  // alone) writes one index page fewer.
+  `DROP INDEX records_principal;
+   CREATE INDEX records_principal ON records (principal, seq) WHERE principal IS NOT NULL;`,
 ];
 
 /**

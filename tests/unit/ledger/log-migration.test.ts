@@ -170,3 +170,40 @@ describe('migration 4: the viewer columns', () => {
     migrated.close();
   });
 });
+
+describe('migration 6: the principal index holds only rows that name one', () => {
+  it('replaces the index of every row by one of the rows with a principal, which the runs filter uses', () => {
+    const file = join(dir, 'v5.sqlite');
+    const ledger = Ledger.open(file);
+    ledger.insert(callRecord('00000000-0000-4000-8000-000000000001').record, { principal: 'token:alice' });
+    ledger.insert(callRecord('00000000-0000-4000-8000-000000000002').record);
+    ledger.close();
+    // As version 5 left it: the index of every row.
+    const db = new DatabaseSync(file);
+    db.exec(`DROP INDEX records_principal;
+      CREATE INDEX records_principal ON records (principal, seq); PRAGMA user_version = 5`);
+    db.close();
+
+    const migrated = Ledger.open(file);
+    const index = migrated.database();
+    const entries = (name: string) =>
+      (
+        index
+          .prepare(`SELECT count(*) AS n FROM records INDEXED BY ${name} WHERE principal = ?`)
+          .get('token:alice') as {
+          n: number;
+        }
+      ).n;
+    expect(migrated.version()).toBe(MIGRATIONS.length);
+    expect(index.prepare("SELECT sql FROM sqlite_schema WHERE name = 'records_principal'").get()).toEqual({
+      sql: expect.stringMatching(/WHERE principal IS NOT NULL$/),
+    });
+    expect(entries('records_principal')).toBe(1);
+    const plan = index
+      .prepare('EXPLAIN QUERY PLAN SELECT seq FROM records WHERE principal = ? ORDER BY seq DESC LIMIT 50')
+      .all('token:alice') as Array<{ detail: string }>;
+    expect(plan.map((step) => step.detail).join('\n')).toMatch(/USING COVERING INDEX records_principal/);
+    expect(auditLog(migrated).problems).toEqual([]);
+    migrated.close();
+  });
+});
