@@ -335,32 +335,29 @@ function asCanonicalError(error: unknown, value: unknown): unknown {
 }
 
 /**
- * The canonical texts of an object with and without one member, canonicalizing
- * each member once (a record's digest is taken without its `integrity`, and
- * the record is stored with it). Members are joined in RFC 8785 order, exactly
- * as `canonicalize` orders them.
+ * The canonical texts of an object with and without one member, ordering the
+ * object once (a record's digest is taken without its `integrity`, and the
+ * record is stored with it): one reorder pass, then the native serializer
+ * twice, the second time over the ordered copy less that member (a shallow
+ * copy keeps the order). A lone surrogate anywhere in the object shows in the
+ * first text, which contains the second.
  */
 export function canonicalizeWithAndWithout(
   value: Record<string, unknown>,
   member: string,
 ): { text: string; without: string } {
-  const keys = Object.keys(value)
-    .filter((key) => value[key] !== undefined)
-    .sort();
-  let parts: string[];
+  let ordered: Record<string, unknown>;
   try {
-    parts = keys.map((key) => {
-      const name = JSON.stringify(key);
-      if (hasLoneSurrogateEscape(name)) throw PROBLEM;
-      return `${name}:${canonicalize(value[key])}`;
-    });
-  } catch (error) {
-    // Canonicalize the whole to throw the error with its pointer from the object's root.
-    canonicalize(value);
-    throw error;
+    ordered = reorder(value, 0) as Record<string, unknown>;
+  } catch {
+    // Digit-leading keys, or a problem: the whole is canonicalized the slow way, which throws
+    // any problem with its pointer from the object's root.
+    const { [member]: _member, ...rest } = value;
+    return { text: canonicalize(value), without: canonicalize(rest) };
   }
-  const at = keys.indexOf(member);
-  const without = at === -1 ? parts : [...parts.slice(0, at), ...parts.slice(at + 1)];
-  const text = `{${parts.join(',')}}`;
-  return { text, without: at === -1 ? text : `{${without.join(',')}}` };
+  const text = JSON.stringify(ordered);
+  if (hasLoneSurrogateEscape(text)) throw locateProblem(value);
+  if (ordered[member] === undefined) return { text, without: text };
+  const { [member]: _member, ...rest } = ordered;
+  return { text, without: JSON.stringify(rest) };
 }
