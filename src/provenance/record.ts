@@ -1,5 +1,5 @@
 import { canonicalize } from '../canonical/canonicalize.ts';
-import { type Digest, type DigestAlg, digestBytes, digestValue } from '../canonical/digest.ts';
+import { type Digest, type DigestAlg, digestBytes } from '../canonical/digest.ts';
 import { EnvelopeError } from '../errors/index.ts';
 import { parseAnchor } from '../pointer/anchor.ts';
 
@@ -103,12 +103,8 @@ export function buildArtifact(spec: ArtifactSpec): Artifact {
     const bytes = contentBytes(spec.content);
     if (spec.size)
       artifact.size_bytes = typeof bytes === 'string' ? Buffer.byteLength(bytes, 'utf8') : bytes.length;
-    if (spec.digest !== undefined) {
-      artifact.digest =
-        'json' in spec.content
-          ? digestValue(spec.content.json, spec.digest)
-          : digestBytes(bytes, spec.digest);
-    }
+    // A JSON value's bytes are already its canonical text: digested as they are, not canonicalized again.
+    if (spec.digest !== undefined) artifact.digest = digestBytes(bytes, spec.digest);
   } else if (spec.digest !== undefined) {
     throw new EnvelopeError('INVALID_INPUT', `Artifact ${spec.id}: a digest needs the content`);
   }

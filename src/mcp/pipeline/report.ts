@@ -92,7 +92,8 @@ export interface SummaryFacts {
   started: number;
   /** The caller's signal: a call it withdrew is `cancelled`, whatever the other side made of the abort. */
   signal: AbortSignal | undefined;
-  argumentsDigest: string | null;
+  /** Computes the arguments' digest (`CallSummary.argumentsDigest`), when a reader first asks. */
+  argumentsDigest: () => string | null;
   /** The CallToolResult sent back, when one was. */
   result: ToolResultLike | undefined;
   resultDialect: string | null;
@@ -118,7 +119,11 @@ export function answeredAt(signal: AbortSignal | undefined): AnsweredAt {
 export function summarize(facts: SummaryFacts, at: AnsweredAt = answeredAt(facts.signal)): CallSummary {
   const cancelled = at.aborted;
   const failure = cancelled ? null : facts.failure;
-  const summary: CallSummary = {
+  // The digests canonicalize the arguments and the whole answer (envelope and record included): taken
+  // when first read (the call log reads them), not for a report only the ledger reads.
+  let argumentsDigest: { value: string | null } | undefined;
+  let resultDigest: { value: string | null } | undefined;
+  return {
     tool: facts.tool,
     dialect: facts.dialect,
     outcome: cancelled ? 'cancelled' : failure === null ? 'ok' : 'error',
@@ -127,8 +132,14 @@ export function summarize(facts: SummaryFacts, at: AnsweredAt = answeredAt(facts
     code: failure === null ? null : (facts.code ?? 'INTERNAL_ERROR'),
     requestId: facts.requestId,
     durationMs: Math.round((at.now - facts.started) * 1000) / 1000,
-    argumentsDigest: facts.argumentsDigest,
-    resultDigest: null,
+    get argumentsDigest() {
+      argumentsDigest ??= { value: facts.argumentsDigest() };
+      return argumentsDigest.value;
+    },
+    get resultDigest() {
+      resultDigest ??= { value: digestOf(facts.result) };
+      return resultDigest.value;
+    },
     resultDialect: facts.resultDialect,
     resultVersion: facts.resultVersion,
     sourceDialect: facts.source?.dialect ?? null,
@@ -137,17 +148,6 @@ export function summarize(facts: SummaryFacts, at: AnsweredAt = answeredAt(facts
     provenance: facts.provenance,
     losses: facts.losses,
   };
-  // The answer's digest canonicalizes all of it (envelope and record included): taken when first read
-  // (the call log reads it), not for a report only the ledger reads.
-  let resultDigest: { value: string | null } | undefined;
-  Object.defineProperty(summary, 'resultDigest', {
-    enumerable: true,
-    get: () => {
-      resultDigest ??= { value: digestOf(facts.result) };
-      return resultDigest.value;
-    },
-  });
-  return summary;
 }
 
 /** The facts of a call answered with no CallToolResult (a JSON-RPC error instead). */
@@ -190,7 +190,7 @@ export function relayedSummary(
       requestId: read.meta?.request_id ?? null,
       started: call.started,
       signal: call.signal,
-      argumentsDigest: digestOf(call.arguments),
+      argumentsDigest: () => digestOf(call.arguments),
       result,
       resultDialect: source.dialect,
       resultVersion: source.version,
@@ -218,7 +218,7 @@ export function thrownSummary(
       requestId: null,
       started: call.started,
       signal: call.signal,
-      argumentsDigest: digestOf(call.arguments),
+      argumentsDigest: () => digestOf(call.arguments),
       ...NO_ANSWER,
     },
     at,
