@@ -101,14 +101,15 @@ const off = await connect(config('off', false));
 try {
   for (const { client } of [full, off]) await callsPerSecond(() => echo(client), WARMUP, IN_FLIGHT);
   const rates = { full: [] as number[], off: [] as number[] };
-  // CPU ms per setup and process over the measured rounds: [client, gateway, upstream].
-  const cpu = { full: [0, 0, 0], off: [0, 0, 0] };
+  // CPU ms per setup over the measured rounds: [client, gateway, upstream, gateway's main thread].
+  const cpu = { full: [0, 0, 0, 0], off: [0, 0, 0, 0] };
   const measure = async (setup: Connected, into: number[], cpuInto: number[]) => {
     const upstreams = processTree(setup.pid).slice(1);
     const read = () => [
       (process.cpuUsage().user + process.cpuUsage().system) / 1000,
       cpuMs(setup.pid) ?? 0,
       upstreams.reduce((sum, pid) => sum + (cpuMs(pid) ?? 0), 0),
+      cpuMs(setup.pid, setup.pid) ?? 0,
     ];
     const before = read();
     into.push(await callsPerSecond(() => echo(setup.client), PER_ROUND, IN_FLIGHT));
@@ -129,8 +130,13 @@ try {
   const signed = ledger.list({ limit: 1 })[0]?.record.integrity?.signature !== undefined;
   const logged = ledger.log().size();
   ledger.close();
+  const perCallUs = (ms: number) => (ms * 1000) / (ROUNDS * PER_ROUND);
   const perCall = (ms: number[]) =>
-    ms.map((value) => ((value * 1000) / (ROUNDS * PER_ROUND)).toFixed(0).padStart(4)).join(' / ');
+    ms
+      .slice(0, 3)
+      .map((value) => perCallUs(value).toFixed(0).padStart(4))
+      .join(' / ');
+  const mainThread = { full: perCallUs(cpu.full[3] as number), off: perCallUs(cpu.off[3] as number) };
   console.log(
     `tools/call, ${PAYLOAD.length} B echo, prov-v0.1, ${IN_FLIGHT} in flight; median of ${ROUNDS} rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each`,
   );
@@ -140,6 +146,15 @@ try {
   console.log(`provenance off, no ledger:                   ${b.toFixed(0)} calls/s`);
   console.log(
     `CPU µs per call, client / gateway / upstream: full ${perCall(cpu.full)}; off ${perCall(cpu.off)}`,
+  );
+  console.log(
+    `CPU µs per call, gateway's main thread: full ${mainThread.full.toFixed(0)}, off ${mainThread.off.toFixed(0)}` +
+      ` (where cores are to spare and that thread is the bound, calls/s go as its inverse: ${(mainThread.off / mainThread.full).toFixed(2)}x)`,
+  );
+  const together = (ms: number[]) => perCallUs(ms.slice(0, 3).reduce((sum, value) => sum + value, 0));
+  console.log(
+    `CPU µs per call, all three processes: full ${together(cpu.full).toFixed(0)}, off ${together(cpu.off).toFixed(0)}` +
+      ' (where the cores are all busy, calls/s go as its inverse)',
   );
   console.log(`ratio: ${(a / b).toFixed(2)}x (target >= 0.8)`);
 } finally {

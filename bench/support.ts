@@ -132,11 +132,16 @@ const TICKS_PER_SECOND = 100;
 
 /**
  * The CPU time (user + system) a process has used so far, in milliseconds, from
- * /proc/<pid>/stat (Linux); undefined where it cannot be read.
+ * /proc/<pid>/stat (Linux); with `thread`, that one thread's, from
+ * /proc/<pid>/task/<thread>/stat (a process's main thread has its pid as its
+ * id). Undefined where it cannot be read.
  */
-export function cpuMs(pid: number): number | undefined {
+export function cpuMs(pid: number, thread?: number): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(
+      thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`,
+      'utf8',
+    );
     // The command is parenthesized and may hold spaces: utime and stime are the 12th and 13th fields after it.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
