@@ -200,6 +200,11 @@ export function checkLedgerSchema(
 }
 
 /** Turns a SQLite failure into a stable error; anything else passes through. */
+/** Whether an insert failed because its seq is taken: another writer appended since the edge was read. */
+function seqTaken(error: unknown): boolean {
+  return (error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_PRIMARYKEY;
+}
+
 function ledgerError(error: unknown, path: string): unknown {
   if (error instanceof EnvelopeError) return error;
   const errcode = (error as { errcode?: number }).errcode;
@@ -292,6 +297,16 @@ export class Ledger {
    */
   insert(subject: unknown, meta: InsertMeta = {}): InsertResult {
     const prepared = this.prepare(subject, meta);
+    const edge = this.edge;
+    // With the edge known, a record without parents is one row: its insert is its own transaction.
+    if (edge !== undefined && !this.db.isTransaction && (prepared.record.parents ?? []).length === 0) {
+      try {
+        return this.append(prepared, edge);
+      } catch (error) {
+        if (!seqTaken(error)) throw ledgerError(error, this.path);
+        this.edge = undefined;
+      }
+    }
     return this.transaction(() => this.store(prepared));
   }
 
@@ -394,7 +409,7 @@ export class Ledger {
     try {
       return this.append(item, this.edge);
     } catch (error) {
-      if ((error as { errcode?: number }).errcode !== SQLITE_CONSTRAINT_PRIMARYKEY) throw error;
+      if (!seqTaken(error)) throw error;
       // Another process appended since this edge was read: read it again (the write lock is held).
       this.edge = this.log().edge();
       return this.append(item, this.edge);
