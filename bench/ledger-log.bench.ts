@@ -143,10 +143,12 @@ try {
   );
   let start = performance.now();
   db.exec('BEGIN');
+  const edge = tree.edge();
   for (let i = 0; i < LARGE; i++) {
     const leaf = Buffer.from(`{"i":${i},"pad":"${'x'.repeat(64)}"}`);
-    const { index, nodes } = tree.next(leaf);
-    insert.run(index + 1, String(index), leaf, nodes);
+    const next = edge.next(leaf);
+    insert.run(next.index + 1, String(next.index), leaf, next.nodes);
+    edge.advance(next);
   }
   db.exec('COMMIT');
   const setup = (performance.now() - start) / 1000;

@@ -242,7 +242,7 @@ describe('ledger verify catches tampering', () => {
         record: logged.record,
         envelope: null,
       });
-      const { nodes } = tree.next(leaf);
+      const { nodes } = tree.edge().next(leaf);
       insert.run(
         row.seq,
         row.run_id,

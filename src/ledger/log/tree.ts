@@ -8,10 +8,10 @@
  * j = (k+1)·2^l − 1 and is bytes [32·l, 32·l + 32) of row j + 1's `nodes`.
  *
  * So an append is one row insert (the same page writes as a ledger without a
- * log); its siblings come from the writer's `RightEdge` (read once, then kept),
- * or from one stored row per completed level (`next`); a root, or any subtree
- * hash a proof needs, reads O(log n) rows by primary key. Callers compute the
- * next leaf's nodes and store them with its row in one transaction.
+ * log); its siblings come from the writer's `RightEdge` (read once from the
+ * rows, log2 n of them, then kept); a root, or any subtree hash a proof needs,
+ * reads O(log n) rows by primary key. Callers compute the next leaf's nodes
+ * from the edge and store them with its row in one transaction.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { HASH_SIZE, leafHash, nodeHash, type PerfectNodes, treeRoot } from './hashing.ts';
@@ -79,12 +79,6 @@ export class RightEdge {
   }
 }
 
-/** The log's size and its last row's nodes. */
-export interface Tail {
-  size: number;
-  nodes: Uint8Array | null;
-}
-
 export class TreeStore implements PerfectNodes {
   private readonly db: DatabaseSync;
   private statements: Record<string, StatementSync> = {};
@@ -106,29 +100,6 @@ export class TreeStore implements PerfectNodes {
   size(): number {
     const row = this.statement('SELECT max(seq) AS last FROM records').get() as { last: number | null };
     return row.last === null ? 0 : Number(row.last);
-  }
-
-  /** The log's size and the nodes its last leaf completed: what the next leaf joins. */
-  tail(): Tail {
-    const last = this.statement('SELECT seq, nodes FROM records ORDER BY seq DESC LIMIT 1').get() as
-      | { seq: number; nodes: Uint8Array | null }
-      | undefined;
-    return last === undefined ? { size: 0, nodes: null } : { size: Number(last.seq), nodes: last.nodes };
-  }
-
-  /**
-   * Where the next leaf goes and the subtree hashes its row stores with it. The tail (one read of
-   * the last row) gives the size and the first sibling (the leaf before, when the new index is odd);
-   * each higher sibling, completed by an earlier leaf, is one more read by primary key.
-   */
-  next(leaf: Uint8Array, tail: Tail = this.tail()): NextLeaf {
-    const index = tail.size;
-    const nodes = completedNodes(index, leafHash(leaf), (level, at) => {
-      const start = level * HASH_SIZE;
-      if (tail.nodes == null || tail.nodes.length < start + HASH_SIZE) return this.node(level, at);
-      return tail.nodes.subarray(start, start + HASH_SIZE);
-    });
-    return { index, nodes };
   }
 
   /** The right edge as stored: one read per level (log2 of the size), once per writer. */

@@ -48,7 +48,8 @@ const hex = (values: readonly Uint8Array[]) => values.map((value) => Buffer.from
 
 /** Stores a leaf as the ledger does: in the next row, with the subtree hashes it completes. */
 function appendLeaf(db: DatabaseSync, store: TreeStore, leaf: Uint8Array): void {
-  const { index, nodes } = store.next(leaf);
+  // The edge read afresh from the stored rows each time: one append's nodes come from the rows before.
+  const { index, nodes } = store.edge().next(leaf);
   db.prepare(
     `INSERT INTO records (seq, run_id, tool, record_digest, created_at, leaf, nodes)
      VALUES (?, 'run', 'tool', ?, 'now', ?, ?)`,
