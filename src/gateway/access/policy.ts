@@ -13,8 +13,9 @@
  * once, compares strings and precompiled expressions, and allocates nothing
  * unless it finds an upgrade.
  */
-import { EnvelopeError } from '../../errors/index.ts';
+import type { EnvelopeError } from '../../errors/index.ts';
 import { encodePointer } from '../../pointer/json-pointer.ts';
+import { configInvalid } from '../config-invalid.ts';
 import { type CarriedClaims, type ClaimValue, claimsHold } from './claims.ts';
 import { type AccessPattern, compilePattern, patternMatches } from './patterns.ts';
 
@@ -177,15 +178,8 @@ function applies(rule: Rule, principal: AccessPrincipal, rank: number): boolean 
 
 /** Resolves and checks the `access` section; the values have already passed the schema. */
 export function resolveAccess(inputs: AccessInputs, file?: string): AccessPolicy {
-  // Worded like the schema's errors: the file, the pointer, then what is wrong there.
-  const invalid = (message: string, path: readonly (string | number)[]): EnvelopeError => {
-    const pointer = encodePointer(path);
-    return new EnvelopeError(
-      'CONFIG_INVALID',
-      `${file === undefined ? '' : `${file}: `}${pointer} ${message}`,
-      { pointer, ...(file === undefined ? {} : { path: file }) },
-    );
-  };
+  const invalid = (message: string, path: readonly (string | number)[]): EnvelopeError =>
+    configInvalid(message, path, file);
   const { order } = inputs;
   const rankOf = (tier: string, path: readonly (string | number)[]): number => {
     const rank = order.indexOf(tier);

@@ -5,8 +5,8 @@
  * nothing later can meet an unknown tier at call time.
  */
 import { DEFAULT_TIERS } from '../../envelope/tiers.ts';
-import { EnvelopeError } from '../../errors/index.ts';
-import { encodePointer } from '../../pointer/json-pointer.ts';
+import type { EnvelopeError } from '../../errors/index.ts';
+import { configInvalid } from '../config-invalid.ts';
 import { NAMESPACE_SEPARATOR } from '../relay/namespace.ts';
 
 /** The lowest tier that may call a tool, and what the upgrade hint says when a caller lacks it. */
@@ -50,18 +50,8 @@ export interface ResolvedTiers {
 
 /** Resolves and checks the tier rules; the values have already passed the schema. */
 export function resolveTiers(raw: TierInputs, file?: string): ResolvedTiers {
-  // Worded like the schema's errors: the file, the pointer, then what is wrong there.
-  const invalid = (message: string, path: readonly (string | number)[]): EnvelopeError => {
-    const pointer = encodePointer(path);
-    return new EnvelopeError(
-      'CONFIG_INVALID',
-      `${file === undefined ? '' : `${file}: `}${pointer} ${message}`,
-      {
-        pointer,
-        ...(file === undefined ? {} : { path: file }),
-      },
-    );
-  };
+  const invalid = (message: string, path: readonly (string | number)[]): EnvelopeError =>
+    configInvalid(message, path, file);
   const tools = new Map<string, Record<string, ToolTier>>(raw.upstreams.map(({ name }) => [name, {}]));
   const configured =
     raw.tiers !== undefined || raw.upstreams.some((upstream) => upstream.tiers !== undefined);
