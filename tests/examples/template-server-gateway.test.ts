@@ -2,10 +2,9 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayDir, removeGatewayDirs, startGatewayHttp } from '../gateway/gateway-process.ts';
-import { BIN, NODE, ROOT, type Running } from '../gateway/processes.ts';
+import { gatewayStdio, type Running } from '../gateway/processes.ts';
 import { firstText } from './spawn.ts';
 
 /**
@@ -93,14 +92,7 @@ describe('examples/template-server behind a gateway serving stdio only', () => {
   beforeAll(async () => {
     // The banner's own stdio client configuration: `gateway --config FILE --stdio --no-http`.
     client = new Client({ name: 'template-stdio-gateway-test', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: NODE,
-        args: [BIN, 'gateway', '--config', templatesOnly().config, '--stdio', '--no-http'],
-        cwd: ROOT,
-        stderr: 'ignore',
-      }),
-    );
+    await client.connect(gatewayStdio(templatesOnly().config, { args: ['--stdio', '--no-http'] }));
   });
 
   afterAll(async () => {

@@ -3,12 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type CallToolResult, Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkSignature, loadPublicKey } from '../../src/provenance/integrity.ts';
 import { type AuthServer, startAuthServer } from '../support/auth-server.ts';
 import { runCli, startGatewayHttp } from './gateway-process.ts';
-import { BIN, NODE, ROOT, type Running } from './processes.ts';
+import { gatewayStdio, type Running } from './processes.ts';
 
 /**
  * Authorization per identity (`access`), end to end: a real gateway process in
@@ -240,12 +239,7 @@ describe.each(ERAS)('over stdio, the anonymous caller (client on %s)', (era) => 
   beforeAll(async () => {
     sdk = client(era);
     await sdk.connect(
-      new StdioClientTransport({
-        command: NODE,
-        args: [BIN, 'gateway', '--config', writeConfig(`stdio-${era}`, config({ stdio: true, http: false }))],
-        cwd: ROOT,
-        stderr: 'pipe',
-      }),
+      gatewayStdio(writeConfig(`stdio-${era}`, config({ stdio: true, http: false })), { stderr: 'pipe' }),
     );
   }, 30_000);
 
@@ -508,14 +502,7 @@ describe('pagination', () => {
       logs: { enabled: false },
       artifacts: { enabled: false },
     });
-    await sdk.connect(
-      new StdioClientTransport({
-        command: NODE,
-        args: [BIN, 'gateway', '--config', file],
-        cwd: ROOT,
-        stderr: 'pipe',
-      }),
-    );
+    await sdk.connect(gatewayStdio(file, { stderr: 'pipe' }));
     return sdk;
   }
 

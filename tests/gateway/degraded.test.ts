@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startHttpGateway } from '../../src/gateway/http/server.ts';
@@ -11,7 +10,7 @@ import { openClientSession } from '../../src/gateway/relay/client-session.ts';
 import { UpstreamFleet } from '../../src/gateway/relay/upstream-fleet.ts';
 import { printed, within } from './events.ts';
 import { type GatewayDir, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
-import { BIN, FIXTURE, NODE, postInitialize, ROOT, type Running } from './processes.ts';
+import { FIXTURE, gatewayStdio, NODE, postInitialize, type Running } from './processes.ts';
 
 /**
  * Several upstreams, some of which cannot start: sessions open with the ones
@@ -208,14 +207,7 @@ describe('over stdio, with one of two upstreams unable to start', () => {
     const paths = degradedConfig(blocker, 2);
     const client = new Client({ name: 'degraded-stdio', version: '1.0.0' });
     const changes = listChanges(client);
-    await client.connect(
-      new StdioClientTransport({
-        command: NODE,
-        args: [BIN, 'gateway', '--config', paths.config, '--stdio', '--no-http'],
-        cwd: ROOT,
-        stderr: 'ignore',
-      }),
-    );
+    await client.connect(gatewayStdio(paths.config, { args: ['--stdio', '--no-http'] }));
     try {
       const names = (await client.listTools()).tools.map((tool) => tool.name);
       expect(names).toContain('alpha__echo');

@@ -18,7 +18,6 @@ import { DatabaseSync } from 'node:sqlite';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { type CallToolResult, Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settingsOf } from '../../scripts/gen-config-docs.ts';
 import { signDownloadId } from '../../src/artifacts/download-ids.ts';
@@ -36,7 +35,16 @@ import {
 } from '../support/auth-server.ts';
 import { dpopKey, dpopProof } from '../support/dpop.ts';
 import { runCli } from './gateway-process.ts';
-import { BIN, initializeMessage, NODE, ROOT, type Running, startListening, stopChild } from './processes.ts';
+import {
+  BIN,
+  gatewayStdio,
+  initializeMessage,
+  NODE,
+  ROOT,
+  type Running,
+  startListening,
+  stopChild,
+} from './processes.ts';
 
 /**
  * Every setting of the gateway configuration changes what the gateway does.
@@ -165,13 +173,7 @@ async function startStdio(
   config: unknown,
   env: Record<string, string> = {},
 ): Promise<StdioGateway> {
-  const transport = new StdioClientTransport({
-    command: NODE,
-    args: [BIN, 'gateway', '--config', writeConfig(dir, config)],
-    cwd: ROOT,
-    env,
-    stderr: 'pipe',
-  });
+  const transport = gatewayStdio(writeConfig(dir, config), { env, stderr: 'pipe' });
   stops.push(() => transport.close());
   const stderr = watchStderr(transport.stderr as Readable);
   const client = new Client({ name: 'every-setting', version: '1.0.0' });
@@ -1978,26 +1980,14 @@ describe('auth.oauth', () => {
         await answer.text();
         return answer.status;
       };
-      const withLedger = (aud: string) =>
-        as.sign({ aud, sub: 'auditor', scope: 'mcp:tools mcp:ledger', exp: inSeconds(300) });
-      expect(await pages(configured.url, await withLedger(configured.url))).toBe(200);
+      const token = (aud: string, scope: string) =>
+        as.sign({ aud, sub: 'auditor', scope, exp: inSeconds(300) });
+      expect(await pages(configured.url, await token(configured.url, 'mcp:tools mcp:ledger'))).toBe(200);
       // The scopes every request needs are still needed, and the ledger's scope is.
-      const withoutLedger = await as.sign({
-        aud: configured.url,
-        sub: 'alice',
-        scope: 'mcp:tools',
-        exp: inSeconds(300),
-      });
-      expect(await pages(configured.url, withoutLedger)).toBe(401);
-      const ledgerOnly = await as.sign({
-        aud: configured.url,
-        sub: 'alice',
-        scope: 'mcp:ledger',
-        exp: inSeconds(300),
-      });
-      expect(await pages(configured.url, ledgerOnly)).toBe(401);
+      expect(await pages(configured.url, await token(configured.url, 'mcp:tools'))).toBe(401);
+      expect(await pages(configured.url, await token(configured.url, 'mcp:ledger'))).toBe(401);
       // Unset: no access token opens them, whatever its scopes.
-      expect(await pages(oauthDefaults.url, await withLedger(RESOURCE))).toBe(401);
+      expect(await pages(oauthDefaults.url, await token(RESOURCE, 'mcp:tools mcp:ledger'))).toBe(401);
     },
   );
 

@@ -2,7 +2,6 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   readLatestCallLogs,
@@ -11,7 +10,7 @@ import {
 } from '../../src/gateway/operations/call-log.ts';
 import { Ledger } from '../../src/ledger/index.ts';
 import { gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
-import { BIN, NODE, ROOT, type Running } from './processes.ts';
+import { gatewayStdio, type Running } from './processes.ts';
 
 /**
  * Transport parity: the same scripted calls through `gateway --stdio` and
@@ -103,11 +102,8 @@ function stableLog(logs: string): StableCallLogEntry[] {
 async function overStdio(): Promise<Run> {
   const paths = gatewayDir();
   const client = new Client({ name: 'parity-stdio', version: '1.0.0' });
-  const transport = new StdioClientTransport({
-    command: NODE,
-    args: [BIN, 'gateway', '--config', paths.config, '--stdio', '--no-http', '--deterministic-ids', SEED],
-    cwd: ROOT,
-    stderr: 'ignore',
+  const transport = gatewayStdio(paths.config, {
+    args: ['--stdio', '--no-http', '--deterministic-ids', SEED],
   });
   await client.connect(transport);
   try {

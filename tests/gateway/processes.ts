@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = fileURLToPath(new URL('../../bin/mcp-envelope', import.meta.url));
@@ -11,6 +12,27 @@ export interface Running {
   url: string;
   stderr: () => string;
   stop(): Promise<void>;
+}
+
+/**
+ * An SDK client's transport to `mcp-envelope gateway --config CONFIG` over stdio, from the build,
+ * with `args` after the config; its stderr ignored unless asked for.
+ */
+export function gatewayStdio(
+  config: string,
+  options: {
+    args?: readonly string[];
+    stderr?: 'ignore' | 'pipe' | 'inherit';
+    env?: Record<string, string>;
+  } = {},
+): StdioClientTransport {
+  return new StdioClientTransport({
+    command: NODE,
+    args: [BIN, 'gateway', '--config', config, ...(options.args ?? [])],
+    cwd: ROOT,
+    stderr: options.stderr ?? 'ignore',
+    ...(options.env ? { env: options.env } : {}),
+  });
 }
 
 /** Starts a process that prints `listening on URL` on stderr and waits (bounded) for that line. */

@@ -2,12 +2,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type CallToolResult, Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callToolWithRetry, readToolResult } from '../../src/mcp/read-tool-result.ts';
 import { statelessEraClient } from './era-2026-07-28.ts';
 import { startGatewayHttp } from './gateway-process.ts';
-import { BIN, NODE, ROOT, type Running } from './processes.ts';
+import { gatewayStdio, type Running } from './processes.ts';
 
 /**
  * The gateway's `rateLimits`, end to end: real gateway processes (stdio and
@@ -99,14 +98,7 @@ describe('rate limits over stdio', () => {
       ],
     });
     client = new Client({ name: 'rate-limits', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: NODE,
-        args: [BIN, 'gateway', '--config', config],
-        cwd: ROOT,
-        stderr: 'ignore',
-      }),
-    );
+    await client.connect(gatewayStdio(config));
   }, 30_000);
 
   afterAll(async () => {

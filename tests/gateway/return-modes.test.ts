@@ -12,7 +12,6 @@ import {
   ProtocolError,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openArtifactService } from '../../src/artifacts/service.ts';
 import { RESOURCE_READ_MAX_BYTES } from '../../src/gateway/artifacts/resources.ts';
@@ -20,7 +19,7 @@ import { artifactResources, artifactSink } from '../../src/gateway/artifacts/sin
 import { applyReturnMode } from '../../src/mcp/pipeline/return-mode.ts';
 import { AUDIO, DOCX, IMAGE, PDF } from '../fixtures/servers/binary-bytes.ts';
 import { statelessEraClient } from './era-2026-07-28.ts';
-import { BIN, NODE, ROOT, stopChild } from './processes.ts';
+import { BIN, gatewayStdio, NODE, ROOT, stopChild } from './processes.ts';
 
 /**
  * Return modes through real gateways (`mcp-envelope gateway --config FILE`)
@@ -136,12 +135,7 @@ beforeAll(async () => {
   stops.push(() => client.close());
   http = { client, url, dir };
 
-  const transport = new StdioClientTransport({
-    command: NODE,
-    args: [BIN, 'gateway', '--config', config(folder(), { stdio: true })],
-    cwd: ROOT,
-    stderr: 'pipe',
-  });
+  const transport = gatewayStdio(config(folder(), { stdio: true }), { stderr: 'pipe' });
   stdio = new Client({ name: 'return-modes', version: '1.0.0' });
   await stdio.connect(transport);
   stops.push(() => stdio.close());

@@ -1,10 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { SkillsClient } from '@modelcontextprotocol/client/ext/skills';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
-import { BIN, NODE, ROOT, type Running } from './processes.ts';
+import { gatewayStdio, NODE, ROOT, type Running } from './processes.ts';
 
 /**
  * Every method of several upstreams is namespaced and reaches the upstream
@@ -46,11 +45,7 @@ async function connect(era: Era, transport: Transport, config: string, http?: Ru
   await client.connect(
     transport === 'HTTP'
       ? new StreamableHTTPClientTransport(new URL((http as Running).url))
-      : new StdioClientTransport({
-          command: NODE,
-          args: [BIN, 'gateway', '--config', config, '--stdio', '--no-http'],
-          cwd: ROOT,
-        }),
+      : gatewayStdio(config, { args: ['--stdio', '--no-http'], stderr: 'inherit' }),
   );
   return client;
 }

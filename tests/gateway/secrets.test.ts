@@ -1,10 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redactSecrets } from '../../src/gateway/upstreams/redact.ts';
 import { type GatewayDir, gatewayDir, removeGatewayDirs, startGatewayHttp } from './gateway-process.ts';
-import { BIN, NODE, ROOT, type Running } from './processes.ts';
+import { gatewayStdio, type Running } from './processes.ts';
 
 /**
  * An upstream's stderr reaches callers as the excerpt of its failure (a
@@ -93,14 +92,7 @@ describe('secrets an upstream wrote on stderr, over stdio', () => {
   beforeAll(async () => {
     const { config } = leakyConfig();
     client = new Client({ name: 'secrets', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: NODE,
-        args: [BIN, 'gateway', '--config', config, '--stdio', '--no-http'],
-        cwd: ROOT,
-        stderr: 'ignore',
-      }),
-    );
+    await client.connect(gatewayStdio(config, { args: ['--stdio', '--no-http'] }));
   });
 
   afterAll(async () => {

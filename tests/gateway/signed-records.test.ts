@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { type CallToolResult, Client } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalize } from '../../src/canonical/index.ts';
 import { createPipeline } from '../../src/mcp/index.ts';
@@ -19,7 +19,7 @@ import {
 } from '../../src/provenance/integrity.ts';
 import { METHODS, type ProvRecord } from '../../src/provenance/record.ts';
 import { runCli } from './gateway-process.ts';
-import { BIN, NODE, ROOT } from './processes.ts';
+import { gatewayStdio } from './processes.ts';
 
 /**
  * With `signing` configured, the gateway signs every record it builds before
@@ -111,12 +111,7 @@ describe('a gateway with a signing key', () => {
       signing: { keyFile: 'keys/gateway.private.pem' },
     };
     writeFileSync(join(dir, 'gateway.config.json'), JSON.stringify(config));
-    transport = new StdioClientTransport({
-      command: NODE,
-      args: [BIN, 'gateway', '--config', join(dir, 'gateway.config.json')],
-      cwd: ROOT,
-      stderr: 'pipe',
-    });
+    transport = gatewayStdio(join(dir, 'gateway.config.json'), { stderr: 'pipe' });
     client = new Client({ name: 'signed-records', version: '1.0.0' });
     closed = new Promise((resolve) => {
       client.onclose = () => resolve();

@@ -8,11 +8,10 @@ import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { type CallToolResult, Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { SkillsClient } from '@modelcontextprotocol/client/ext/skills';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './gateway-process.ts';
-import { BIN, NODE, ROOT, type Running, stopChild } from './processes.ts';
+import { BIN, gatewayStdio, NODE, ROOT, type Running, stopChild } from './processes.ts';
 
 /**
  * OpenTelemetry through the real gateway: a 2026-07-28 client sends its trace
@@ -656,14 +655,7 @@ describe('telemetry over stdio, with the skills and completion methods of two up
       }),
     );
     client = new Client({ name: 'telemetry-stdio', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: NODE,
-        args: [BIN, 'gateway', '--config', file, '--stdio', '--no-http'],
-        cwd: ROOT,
-        stderr: 'ignore',
-      }),
-    );
+    await client.connect(gatewayStdio(file, { args: ['--stdio', '--no-http'] }));
     const skills = new SkillsClient(client);
     await skills.list();
     await skills.get('skill://beta/beta-skill/SKILL.md');

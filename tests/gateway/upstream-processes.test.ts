@@ -4,11 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Upstream } from '../../src/gateway/upstreams/upstream.ts';
 import { startGatewayHttp } from './gateway-process.ts';
-import { BIN, NODE, ROOT } from './processes.ts';
+import { BIN, gatewayStdio, NODE, ROOT } from './processes.ts';
 
 /**
  * The processes behind stdio upstreams: what they inherit, that they end as a
@@ -130,11 +129,8 @@ describe('the environment of an upstream', () => {
     writeFileSync(file, JSON.stringify(config));
     const client = new Client({ name: 'env-test', version: '1.0.0' });
     await client.connect(
-      new StdioClientTransport({
-        command: NODE,
-        args: [BIN, 'gateway', '--config', file, '--stdio', '--no-http'],
-        cwd: ROOT,
-        stderr: 'ignore',
+      gatewayStdio(file, {
+        args: ['--stdio', '--no-http'],
         env: {
           ...process.env,
           MCP_ENVELOPE_TEST_CI_TOKEN: 'a-bearer-token-that-must-not-leak',
