@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { freePort, quantile } from './support.ts';
+import { callsPerSecond, freePort, quantile } from './support.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const NODE = process.execPath;
@@ -106,24 +106,10 @@ async function measure(clients: Client[]): Promise<Figures[]> {
     figures.push({
       p50: quantile(sorted, 0.5),
       p99: quantile(sorted, 0.99),
-      callsPerSecond: await throughput(client),
+      callsPerSecond: await callsPerSecond(() => echo(client), CONCURRENT_TOTAL, IN_FLIGHT),
     });
   }
   return figures;
-}
-
-async function throughput(client: Client): Promise<number> {
-  let issued = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (issued < CONCURRENT_TOTAL) {
-        issued++;
-        await echo(client);
-      }
-    }),
-  );
-  return CONCURRENT_TOTAL / ((performance.now() - started) / 1000);
 }
 
 /** Median time of a call whose result is LARGE_RESULT bytes of text: what reading long lines costs. */
